@@ -1,0 +1,3 @@
+from mcp_rl.cli import main
+
+main()

@@ -1,0 +1,28 @@
+"""`mcp-rl` command line. Each command lives in its own module and registers on `app`."""
+
+from __future__ import annotations
+
+import sys
+
+from mcp_rl.cli.app import app, err_console
+from mcp_rl.errors import McpRlError
+
+# Command modules (importing one registers its command).
+from mcp_rl.cli import inspect_cmd  # noqa: F401  isort: skip
+
+
+def main() -> None:
+    """Entry point: run the app; user-facing errors print as one clear message, exit code 2."""
+    try:
+        app()
+    except McpRlError as e:
+        err_console.print(f"[bold red]error:[/] {e.message}", highlight=False)
+        if e.hint:
+            err_console.print(f"[yellow]hint:[/] {e.hint}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]")
+        sys.exit(130)
+
+
+__all__ = ["app", "main"]

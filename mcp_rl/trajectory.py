@@ -1,0 +1,119 @@
+"""A trajectory: one episode of the policy working one task against the live server.
+
+It carries everything later stages need: the readable conversation (for judges and reports),
+every tool call with its outcome (for checks), and the token ids with a mask of exactly the
+tokens the model sampled plus their sampling log-probs (for GRPO).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from mcp_rl.servers.results import CallStatus
+
+EpisodeEnd = Literal["answer", "max_turns", "context", "server_error", "error"]
+
+
+class ToolCallRecord(BaseModel):
+    turn: int
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw: str = ""
+    """The text the call was parsed from."""
+    valid: bool = True
+    """Parsed, names a known allowed tool, passes its schema. Invalid calls are never sent."""
+    status: CallStatus = CallStatus.INVALID
+    result_text: str = ""
+    """What the model was shown: the tool output, or why the call was invalid."""
+    latency_s: float = 0.0
+
+
+class Trajectory(BaseModel):
+    id: str
+    task_id: str
+    group_id: str = ""
+    """Trajectories sampled together for the same task (one GRPO group) share this."""
+    task_text: str = ""
+    model: str = ""
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    final_answer: str | None = None
+    end: EpisodeEnd = "answer"
+    turns: int = 0
+    token_ids: list[int] = Field(default_factory=list)
+    sampled_mask: list[int] = Field(default_factory=list)
+    """1 where token_ids[i] was sampled by the policy, 0 for prompt/tool/template tokens."""
+    logprobs: list[float] = Field(default_factory=list)
+    """Sampling log-prob of token_ids[i] where sampled_mask[i] == 1, else 0.0."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    reward: float | None = None
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    judge_explanation: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def num_sampled_tokens(self) -> int:
+        return sum(self.sampled_mask)
+
+
+# --- serialization -------------------------------------------------------------------------
+# Nested fields are stored as JSON strings in Parquet so the file schema stays flat and stable.
+_JSON_FIELDS = ("messages", "tool_calls", "timings", "reward_components", "metadata")
+
+
+def _to_row(t: Trajectory) -> dict[str, Any]:
+    row = t.model_dump(mode="json")
+    for f in _JSON_FIELDS:
+        row[f] = json.dumps(row[f], ensure_ascii=False)
+    return row
+
+
+def _from_row(row: dict[str, Any]) -> Trajectory:
+    row = dict(row)
+    for f in _JSON_FIELDS:
+        if isinstance(row.get(f), str):
+            row[f] = json.loads(row[f])
+    return Trajectory.model_validate(row)
+
+
+def save_trajectories(trajs: list[Trajectory], path: str | Path) -> Path:
+    """Write to `.parquet` (polars) or `.jsonl`, atomically (temp file, then rename)."""
+    import polars as pl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    if path.suffix == ".parquet":
+        rows = [_to_row(t) for t in trajs]
+        schema = {
+            "token_ids": pl.List(pl.Int64),
+            "sampled_mask": pl.List(pl.Int8),
+            "logprobs": pl.List(pl.Float64),
+        }
+        df = pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None) if rows else pl.DataFrame()
+        df.write_parquet(tmp)
+    elif path.suffix == ".jsonl":
+        with tmp.open("w", encoding="utf-8") as f:
+            for t in trajs:
+                f.write(t.model_dump_json() + "\n")
+    else:
+        raise ValueError(f"unsupported trajectory file type {path.suffix!r}: use .parquet or .jsonl")
+    tmp.replace(path)
+    return path
+
+
+def load_trajectories(path: str | Path) -> list[Trajectory]:
+    import polars as pl
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        df = pl.read_parquet(path)
+        return [_from_row(r) for r in df.iter_rows(named=True)]
+    if path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as f:
+            return [Trajectory.model_validate_json(line) for line in f if line.strip()]
+    raise ValueError(f"unsupported trajectory file type {path.suffix!r}: use .parquet or .jsonl")
