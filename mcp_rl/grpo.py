@@ -1,0 +1,202 @@
+"""GRPO on a LoRA, the whole algorithm in one file.
+
+Given groups of trajectories (N attempts at the same task) with rewards:
+
+1. advantage_i = reward_i - mean(group)   (optionally / std(group)); groups whose rewards are
+   all equal carry no signal and are dropped before any compute is spent on them;
+2. for every token the policy sampled (system, user, tool and template tokens are masked out),
+   ratio = exp(logp_new - logp_old) against the log-prob it was sampled with;
+3. loss = -mean over trajectories of (1/T_i) * sum_t min(ratio_t * A_i, clip(ratio_t, 1-eps, 1+eps) * A_i)
+   (+ kl_coef * KL to the base model, adapter off, when asked; off by default);
+4. one optimizer step on the LoRA parameters.
+
+Memory: the vocabulary has 152k entries, so logits are never materialized for a whole sequence:
+the decoder runs once, and the output head is applied only at sampled positions, in chunks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+import torch
+from pydantic import BaseModel
+
+from mcp_rl.trajectory import Trajectory
+
+
+class GRPOConfig(BaseModel):
+    learning_rate: float = 5e-5
+    """About 10x a full fine-tuning RL rate: what the LoRA-for-RL results found best."""
+    clip_eps: float = 0.2
+    scale_by_std: bool = True
+    kl_coef: float = 0.0
+    max_grad_norm: float = 1.0
+    micro_batch: int = 2
+    """Sequences per forward/backward; gradients accumulate over the whole batch."""
+    logprob_chunk: int = 512
+    """Sampled positions per output-head chunk: bounds the [chunk, vocab] logits in memory."""
+    temperature: float = 1.0
+    """The sampling temperature: log-probs are recomputed from logits / temperature to match."""
+    gradient_checkpointing: bool = False
+
+
+# --- 1. advantages ---------------------------------------------------------------------------
+def group_advantages(rewards: list[float], scale_by_std: bool = True, eps: float = 1e-6) -> list[float] | None:
+    """reward - group mean (/ group std). None when the group has no reward variance."""
+    n = len(rewards)
+    mean = sum(rewards) / n
+    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / n)
+    if n < 2 or std < eps:
+        return None
+    return [(r - mean) / (std if scale_by_std else 1.0) for r in rewards]
+
+
+def assign_advantages(trajectories: list[Trajectory], scale_by_std: bool = True) -> tuple[list[tuple[Trajectory, float]], int]:
+    """(trajectory, advantage) for every trajectory in a group with signal; and how many groups were dropped."""
+    groups: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in trajectories:
+        if t.reward is not None and t.num_sampled_tokens > 0:
+            groups[t.group_id or t.task_id].append(t)
+    kept: list[tuple[Trajectory, float]] = []
+    dropped = 0
+    for members in groups.values():
+        adv = group_advantages([t.reward for t in members], scale_by_std)  # type: ignore[misc]
+        if adv is None:
+            dropped += 1
+            continue
+        kept.extend(zip(members, adv, strict=True))
+    return kept, dropped
+
+
+# --- 2. log-probs at sampled positions -------------------------------------------------------
+def _decoder_and_head(model: Any) -> tuple[Any, Any]:
+    """The transformer body and the output head of a (PEFT-wrapped) causal LM."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.model, base.lm_head
+
+
+def sampled_logprobs(model: Any, input_ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tensor, cfg: GRPOConfig) -> torch.Tensor:
+    """Log-probs of input_ids[:, t] at every position where mask[:, t] == 1, as a flat tensor
+    (row-major order of the masked positions)."""
+    body, head = _decoder_and_head(model)
+    hidden = body(input_ids=input_ids, attention_mask=attn).last_hidden_state  # [B, L, H]
+    # Token t is predicted by the hidden state at t-1.
+    target_mask = mask[:, 1:].bool()
+    h = hidden[:, :-1][target_mask]  # [M, H]
+    targets = input_ids[:, 1:][target_mask]  # [M]
+    out = []
+    for i in range(0, h.shape[0], cfg.logprob_chunk):
+        logits = head(h[i : i + cfg.logprob_chunk]).float() / cfg.temperature
+        lp = torch.log_softmax(logits, dim=-1)
+        out.append(lp.gather(-1, targets[i : i + cfg.logprob_chunk, None]).squeeze(-1))
+    return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
+
+
+# --- 3. the loss -----------------------------------------------------------------------------
+def grpo_loss(
+    new_lp: torch.Tensor,
+    old_lp: torch.Tensor,
+    advantages: torch.Tensor,
+    weights: torch.Tensor,
+    clip_eps: float,
+    ref_lp: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Token-level clipped-ratio loss. All inputs are flat over sampled tokens: `advantages` is
+    the token's trajectory advantage, `weights` 1/(T_i * number of trajectories) so each
+    trajectory counts once whatever its length. Returns (loss to minimize, stats)."""
+    ratio = torch.exp(new_lp - old_lp)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * advantages
+    objective = torch.minimum(unclipped, clipped)
+    loss = -(objective * weights).sum()
+    stats = {
+        "clip_frac": float(((ratio - 1).abs() > clip_eps).float().mean()) if ratio.numel() else 0.0,
+        "ratio_mean": float(ratio.mean()) if ratio.numel() else 1.0,
+    }
+    if ref_lp is not None and kl_coef > 0:
+        # k3 estimator of KL(policy || reference): non-negative, unbiased, low variance.
+        delta = ref_lp - new_lp
+        kl = torch.exp(delta) - delta - 1
+        loss = loss + kl_coef * (kl * weights).sum()
+        stats["kl"] = float((kl * weights).sum())
+    return loss, stats
+
+
+# --- 4. one step -----------------------------------------------------------------------------
+def _pad(batch: list[Trajectory], pad_id: int) -> tuple[torch.Tensor, ...]:
+    # Right padding: positions of real tokens are unchanged, padded positions are masked.
+    length = max(len(t.token_ids) for t in batch)
+    ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(batch), length), dtype=torch.long)
+    mask = torch.zeros((len(batch), length), dtype=torch.long)
+    old = torch.zeros((len(batch), length), dtype=torch.float32)
+    for i, t in enumerate(batch):
+        n = len(t.token_ids)
+        ids[i, :n] = torch.tensor(t.token_ids)
+        attn[i, :n] = 1
+        mask[i, :n] = torch.tensor(t.sampled_mask)
+        old[i, :n] = torch.tensor(t.logprobs, dtype=torch.float32)
+    return ids, attn, mask, old
+
+
+@contextmanager
+def _adapter_off(model: Any) -> Iterator[None]:
+    with model.disable_adapter() if hasattr(model, "disable_adapter") else nullcontext():
+        yield
+
+
+def grpo_step(
+    model: Any, optimizer: torch.optim.Optimizer, trajectories: list[Trajectory], cfg: GRPOConfig, pad_id: int = 0
+) -> dict[str, float]:
+    """Advantages, loss over micro-batches with gradient accumulation, one optimizer step."""
+    kept, dropped = assign_advantages(trajectories, cfg.scale_by_std)
+    stats: dict[str, float] = {"groups_dropped": dropped, "trajectories_trained": len(kept), "loss": 0.0}
+    if not kept:
+        return stats
+    model.train()
+    if cfg.gradient_checkpointing and hasattr(model, "gradient_checkpointing_enable"):
+        model.gradient_checkpointing_enable()
+    optimizer.zero_grad(set_to_none=True)
+    n = len(kept)
+    clip_fracs, ratios, kls = [], [], []
+    for start in range(0, n, cfg.micro_batch):
+        chunk = kept[start : start + cfg.micro_batch]
+        trajs = [t for t, _ in chunk]
+        ids, attn, mask, old = _pad(trajs, pad_id)
+        target_mask = mask[:, 1:].bool()
+        old_lp = old[:, 1:][target_mask]
+        # Per sampled token: its trajectory's advantage and weight 1 / (T_i * n).
+        adv = torch.cat([torch.full((t.num_sampled_tokens,), a) for t, a in chunk])
+        w = torch.cat([torch.full((t.num_sampled_tokens,), 1.0 / (t.num_sampled_tokens * n)) for t, _ in chunk])
+        ref_lp = None
+        if cfg.kl_coef > 0:
+            with torch.no_grad(), _adapter_off(model):
+                ref_lp = sampled_logprobs(model, ids, attn, mask, cfg)
+        new_lp = sampled_logprobs(model, ids, attn, mask, cfg)
+        loss, s = grpo_loss(new_lp, old_lp, adv, w, cfg.clip_eps, ref_lp, cfg.kl_coef)
+        loss.backward()
+        stats["loss"] += float(loss)
+        clip_fracs.append(s["clip_frac"])
+        ratios.append(s["ratio_mean"])
+        kls.append(s.get("kl", 0.0))
+    params = [p for p in model.parameters() if p.requires_grad]
+    stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    stats["clip_frac"] = sum(clip_fracs) / len(clip_fracs)
+    stats["ratio_mean"] = sum(ratios) / len(ratios)
+    stats["kl"] = sum(kls)
+    stats["advantage_abs_mean"] = sum(abs(a) for _, a in kept) / n
+    return stats
+
+
+def make_optimizer(model: Any, cfg: GRPOConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the model has no trainable parameters: attach a LoRA adapter first")
+    return torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=0.0)

@@ -1,0 +1,144 @@
+"""GRPO: advantages, masks and the loss against values worked out by hand; the gradient's direction."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+
+from mcp_rl.grpo import (
+    GRPOConfig,
+    assign_advantages,
+    group_advantages,
+    grpo_loss,
+    grpo_step,
+    make_optimizer,
+    sampled_logprobs,
+)
+from mcp_rl.models.tiny import tiny_model
+from mcp_rl.trajectory import Trajectory
+
+
+def test_group_advantages_by_hand():
+    # mean 0.5, std 0.5
+    assert group_advantages([1.0, 0.0, 0.0, 1.0]) == [1.0, -1.0, -1.0, 1.0]
+    assert group_advantages([1.0, 0.0, 0.0, 1.0], scale_by_std=False) == [0.5, -0.5, -0.5, 0.5]
+    # mean 0.5, std sqrt(((0.5)^2*2 + 0.25^2... )): rewards 1, 0.5, 0 -> mean .5, std sqrt(1/6)
+    adv = group_advantages([1.0, 0.5, 0.0])
+    assert adv is not None and adv[1] == 0.0 and math.isclose(adv[0], 0.5 / math.sqrt(1 / 6))
+    assert group_advantages([0.7, 0.7, 0.7]) is None  # no variance, no signal
+    assert group_advantages([1.0]) is None
+
+
+def _traj(group: str, reward: float | None, n_sampled: int = 2) -> Trajectory:
+    return Trajectory(
+        id=f"{group}-{reward}-{n_sampled}",
+        task_id=group,
+        group_id=group,
+        reward=reward,
+        token_ids=[1] * (3 + n_sampled),
+        sampled_mask=[0, 0, 0] + [1] * n_sampled,
+        logprobs=[0.0] * (3 + n_sampled),
+    )
+
+
+def test_assign_drops_flat_groups_and_counts_them():
+    trajs = [_traj("a", 1.0), _traj("a", 0.0), _traj("b", 0.5), _traj("b", 0.5), _traj("c", None)]
+    kept, dropped = assign_advantages(trajs)
+    assert dropped == 1  # group b; c has no reward at all and is not a group
+    assert sorted(a for _, a in kept) == [-1.0, 1.0]
+    assert {t.group_id for t, _ in kept} == {"a"}
+
+
+def test_loss_by_hand():
+    # Trajectory A: advantage +1, 2 sampled tokens; trajectory B: advantage -1, 1 token. n = 2.
+    # weights: A tokens 1/(2*2) = 0.25 each, B token 1/(1*2) = 0.5
+    old = torch.log(torch.tensor([0.5, 0.5, 0.5]))
+    new = torch.log(torch.tensor([0.75, 0.5, 0.25]))  # ratios 1.5, 1.0, 0.5
+    adv = torch.tensor([1.0, 1.0, -1.0])
+    w = torch.tensor([0.25, 0.25, 0.5])
+    loss, stats = grpo_loss(new, old, adv, w, clip_eps=0.2)
+    # token 1: min(1.5*1, 1.2*1) = 1.2; token 2: 1.0; token 3: min(0.5*-1, 0.8*-1) = -0.8
+    expected = -(0.25 * 1.2 + 0.25 * 1.0 + 0.5 * -0.8)
+    assert math.isclose(float(loss), expected, rel_tol=1e-6)
+    assert math.isclose(stats["clip_frac"], 2 / 3, rel_tol=1e-6)
+    # KL term: k3 = exp(ref-new) - (ref-new) - 1, weighted
+    ref = torch.log(torch.tensor([0.5, 0.5, 0.5]))
+    loss_kl, stats_kl = grpo_loss(new, old, adv, w, clip_eps=0.2, ref_lp=ref, kl_coef=0.1)
+    d = torch.log(torch.tensor([0.5, 0.5, 0.5])) - new
+    k3 = (torch.exp(d) - d - 1) * w
+    assert math.isclose(float(loss_kl), expected + 0.1 * float(k3.sum()), rel_tol=1e-5)
+    assert stats_kl["kl"] > 0
+
+
+def test_sampled_logprobs_match_full_forward_at_masked_positions():
+    model, _ = tiny_model(seed=1)
+    ids = torch.tensor([[5, 17, 33, 9, 41, 12], [7, 8, 9, 10, 11, 12]])
+    attn = torch.ones_like(ids)
+    mask = torch.tensor([[0, 0, 0, 1, 1, 0], [0, 0, 1, 0, 0, 1]])
+    cfg = GRPOConfig(logprob_chunk=2, temperature=0.7)
+    got = sampled_logprobs(model, ids, attn, mask, cfg)
+    with torch.no_grad():
+        full = torch.log_softmax(model(input_ids=ids).logits.float() / 0.7, dim=-1)
+    want = torch.stack([full[0, 2, 9], full[0, 3, 41], full[1, 1, 9], full[1, 4, 12]])
+    assert torch.allclose(got, want, atol=1e-5)
+    # an off-by-one mask would read other positions: make sure that is detectable
+    wrong = torch.stack([full[0, 3, 9], full[0, 4, 41], full[1, 2, 9], full[1, 5 - 1, 11]])
+    assert not torch.allclose(got, wrong, atol=1e-3)
+
+
+def _lora(seed: int = 0):
+    model, _ = tiny_model(seed=seed)
+    cfg = LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", lora_dropout=0.0)
+    return get_peft_model(model, cfg)
+
+
+def _sampled_traj(model, group: str, reward: float, prompt: list[int], completion: list[int]) -> Trajectory:
+    ids = prompt + completion
+    mask = [0] * len(prompt) + [1] * len(completion)
+    with torch.no_grad():
+        lp = sampled_logprobs(model, torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long), torch.tensor([mask]), GRPOConfig())
+    logprobs = [0.0] * len(prompt) + lp.tolist()
+    return Trajectory(
+        id=f"{group}-{reward}", task_id=group, group_id=group, reward=reward, token_ids=ids, sampled_mask=mask, logprobs=logprobs
+    )
+
+
+@pytest.mark.parametrize("kl_coef", [0.0, 0.05])
+def test_step_moves_probability_towards_the_better_attempt(kl_coef):
+    torch.manual_seed(0)
+    model = _lora()
+    prompt = [3, 10, 20, 30]
+    good, bad = [40, 41, 42], [50, 51, 52]
+    cfg = GRPOConfig(learning_rate=5e-2, kl_coef=kl_coef, micro_batch=1)
+    opt = make_optimizer(model, cfg)
+
+    def seq_lp(completion):
+        ids = torch.tensor([prompt + completion])
+        mask = torch.tensor([[0] * len(prompt) + [1] * len(completion)])
+        with torch.no_grad():
+            return float(sampled_logprobs(model, ids, torch.ones_like(ids), mask, cfg).sum())
+
+    before_good, before_bad = seq_lp(good), seq_lp(bad)
+    for _ in range(3):
+        trajs = [_sampled_traj(model, "g", 1.0, prompt, good), _sampled_traj(model, "g", 0.0, prompt, bad)]
+        stats = grpo_step(model, opt, trajs, cfg)
+        assert stats["trajectories_trained"] == 2 and stats["groups_dropped"] == 0
+        # on-policy: the first forward reproduces the sampling log-probs exactly
+        assert math.isclose(stats["ratio_mean"], 1.0, rel_tol=1e-4)
+    assert seq_lp(good) > before_good + 0.1
+    assert seq_lp(bad) < before_bad - 0.1
+
+
+def test_step_with_no_signal_changes_nothing():
+    model = _lora()
+    cfg = GRPOConfig(learning_rate=1e-1)
+    opt = make_optimizer(model, cfg)
+    before = [p.detach().clone() for p in model.parameters() if p.requires_grad]
+    trajs = [_sampled_traj(model, "g", 0.5, [3, 4], [5, 6]), _sampled_traj(model, "g", 0.5, [3, 4], [7, 8])]
+    stats = grpo_step(model, opt, trajs, cfg)
+    assert stats == {"groups_dropped": 1, "trajectories_trained": 0, "loss": 0.0}
+    after = [p for p in model.parameters() if p.requires_grad]
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
