@@ -45,7 +45,9 @@ class GRPOConfig(BaseModel):
 
 
 # --- 1. advantages ---------------------------------------------------------------------------
-def group_advantages(rewards: list[float], scale_by_std: bool = True, eps: float = 1e-6) -> list[float] | None:
+def group_advantages(
+    rewards: list[float], scale_by_std: bool = True, eps: float = 1e-6
+) -> list[float] | None:
     """reward - group mean (/ group std). None when the group has no reward variance."""
     n = len(rewards)
     mean = sum(rewards) / n
@@ -55,7 +57,9 @@ def group_advantages(rewards: list[float], scale_by_std: bool = True, eps: float
     return [(r - mean) / (std if scale_by_std else 1.0) for r in rewards]
 
 
-def assign_advantages(trajectories: list[Trajectory], scale_by_std: bool = True) -> tuple[list[tuple[Trajectory, float]], int]:
+def assign_advantages(
+    trajectories: list[Trajectory], scale_by_std: bool = True
+) -> tuple[list[tuple[Trajectory, float]], int]:
     """(trajectory, advantage) for every trajectory in a group with signal; and how many groups were dropped."""
     groups: dict[str, list[Trajectory]] = defaultdict(list)
     for t in trajectories:
@@ -79,7 +83,9 @@ def _decoder_and_head(model: Any) -> tuple[Any, Any]:
     return base.model, base.lm_head
 
 
-def sampled_logprobs(model: Any, input_ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tensor, cfg: GRPOConfig) -> torch.Tensor:
+def sampled_logprobs(
+    model: Any, input_ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tensor, cfg: GRPOConfig
+) -> torch.Tensor:
     """Log-probs of input_ids[:, t] at every position where mask[:, t] == 1, as a flat tensor
     (row-major order of the masked positions)."""
     body, head = _decoder_and_head(model)
@@ -115,8 +121,8 @@ def grpo_loss(
     objective = torch.minimum(unclipped, clipped)
     loss = -(objective * weights).sum()
     stats = {
-        "clip_frac": float(((ratio - 1).abs() > clip_eps).float().mean()) if ratio.numel() else 0.0,
-        "ratio_mean": float(ratio.mean()) if ratio.numel() else 1.0,
+        "clip_frac": float(((ratio.detach() - 1).abs() > clip_eps).float().mean()) if ratio.numel() else 0.0,
+        "ratio_mean": float(ratio.detach().mean()) if ratio.numel() else 1.0,
     }
     if ref_lp is not None and kl_coef > 0:
         # k3 estimator of KL(policy || reference): non-negative, unbiased, low variance.
@@ -151,7 +157,11 @@ def _adapter_off(model: Any) -> Iterator[None]:
 
 
 def grpo_step(
-    model: Any, optimizer: torch.optim.Optimizer, trajectories: list[Trajectory], cfg: GRPOConfig, pad_id: int = 0
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    trajectories: list[Trajectory],
+    cfg: GRPOConfig,
+    pad_id: int = 0,
 ) -> dict[str, float]:
     """Advantages, loss over micro-batches with gradient accumulation, one optimizer step."""
     kept, dropped = assign_advantages(trajectories, cfg.scale_by_std)
@@ -172,7 +182,9 @@ def grpo_step(
         old_lp = old[:, 1:][target_mask]
         # Per sampled token: its trajectory's advantage and weight 1 / (T_i * n).
         adv = torch.cat([torch.full((t.num_sampled_tokens,), a) for t, a in chunk])
-        w = torch.cat([torch.full((t.num_sampled_tokens,), 1.0 / (t.num_sampled_tokens * n)) for t, _ in chunk])
+        w = torch.cat(
+            [torch.full((t.num_sampled_tokens,), 1.0 / (t.num_sampled_tokens * n)) for t, _ in chunk]
+        )
         ref_lp = None
         if cfg.kl_coef > 0:
             with torch.no_grad(), _adapter_off(model):

@@ -99,10 +99,22 @@ def _sampled_traj(model, group: str, reward: float, prompt: list[int], completio
     ids = prompt + completion
     mask = [0] * len(prompt) + [1] * len(completion)
     with torch.no_grad():
-        lp = sampled_logprobs(model, torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long), torch.tensor([mask]), GRPOConfig())
+        lp = sampled_logprobs(
+            model,
+            torch.tensor([ids]),
+            torch.ones(1, len(ids), dtype=torch.long),
+            torch.tensor([mask]),
+            GRPOConfig(),
+        )
     logprobs = [0.0] * len(prompt) + lp.tolist()
     return Trajectory(
-        id=f"{group}-{reward}", task_id=group, group_id=group, reward=reward, token_ids=ids, sampled_mask=mask, logprobs=logprobs
+        id=f"{group}-{reward}",
+        task_id=group,
+        group_id=group,
+        reward=reward,
+        token_ids=ids,
+        sampled_mask=mask,
+        logprobs=logprobs,
     )
 
 

@@ -1,0 +1,26 @@
+"""`mcp-rl report`: a self-contained HTML page about a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mcp_rl.cli.app import app, console
+
+
+@app.command("report")
+def report_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory made by `mcp-rl train`.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--out", help="Where to write the HTML (default RUN_DIR/report.html)."),
+    ] = None,
+) -> None:
+    """Write an HTML report: success on val with its interval, reward, valid calls, tool errors,
+    per-tool error rates, time per phase, and example trajectories before and after."""
+    from mcp_rl.report import write_report
+
+    path = write_report(run_dir, out)
+    console.print(f"report written: [bold]{path}[/] (open it in a browser)")

@@ -1,0 +1,174 @@
+"""`mcp-rl train`: the main job."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+from rich.table import Table
+
+from mcp_rl.cli.app import app, console
+from mcp_rl.cli.options import (
+    AllowDestructiveOpt,
+    AllowToolsOpt,
+    ConfigOpt,
+    DenyToolsOpt,
+    EnvOpt,
+    HeaderOpt,
+    NameOpt,
+    ServerOpt,
+    server_spec,
+    tool_policy,
+)
+from mcp_rl.errors import ConfigError
+from mcp_rl.rundir import RunDir
+from mcp_rl.servers import ServerSpec
+from mcp_rl.train_config import DEFAULT_JUDGE_MODEL, DEFAULT_POLICY_MODEL, DEFAULT_WRITER_MODEL, TrainConfig
+
+
+def _resumed_spec(saved: dict[str, Any], given: ServerSpec | None) -> ServerSpec:
+    if given is not None:
+        return given
+    spec = ServerSpec.model_validate(saved)
+    if "***" in spec.env.values() or "***" in spec.headers.values():
+        raise ConfigError(
+            "this run's server needs env values or headers that were not saved (they are secrets)",
+            hint="pass the same --server/--config (and --env/--header) again with --resume",
+        )
+    return spec
+
+
+def _pct(m: dict[str, Any] | None, key: str) -> str:
+    v = None if m is None else m.get(key)
+    return "-" if v is None else f"{v:.0%}"
+
+
+def _report(result: dict[str, Any]) -> None:
+    base, best, state = result["base"], result["best"], result["state"]
+    table = Table(title=f"base vs best (step {state.best_step})")
+    for col in ("", "success [95% CI]", "valid-call rate", "tool-error rate", "mean turns", "reward"):
+        table.add_column(col)
+    for label, m in (("base", base), ("best", best)):
+        if m is None:
+            continue
+        table.add_row(
+            label,
+            f"{m['success']:.0%} [{m['success_low']:.0%}, {m['success_high']:.0%}] n={m['success_n']}",
+            _pct(m, "valid_call_rate"),
+            _pct(m, "tool_error_rate"),
+            f"{m['mean_turns']:.2f}",
+            "-" if m.get("reward_mean") is None else f"{m['reward_mean']:.3f}",
+        )
+    console.print(table)
+    console.print(
+        f"stopped: {state.stopped}.  The run lives in [bold]{result['run_dir']}[/] (mcp-rl report {result['run_dir']})"
+    )
+
+
+@app.command("train")
+def train_command(
+    server: ServerOpt = None,
+    config: ConfigOpt = None,
+    name: NameOpt = None,
+    env: EnvOpt = None,
+    header: HeaderOpt = None,
+    allow_tools: AllowToolsOpt = None,
+    deny_tools: DenyToolsOpt = None,
+    allow_destructive: AllowDestructiveOpt = False,
+    model: Annotated[
+        str, typer.Option(help="Policy model: a built-in name, HF dir, .gguf file, or hub id.")
+    ] = DEFAULT_POLICY_MODEL,
+    tasks: Annotated[
+        Path | None,
+        typer.Option("--tasks", help="Task file (JSONL/Parquet/dataset dir); else tasks are generated."),
+    ] = None,
+    n_tasks: Annotated[int, typer.Option(help="Tasks to generate when no --tasks file is given.")] = 24,
+    generator: Annotated[str, typer.Option(help="Task-writing model.")] = DEFAULT_WRITER_MODEL,
+    instructions: Annotated[str, typer.Option(help="Steer the theme of generated tasks.")] = "",
+    judge: Annotated[
+        str, typer.Option(help="RULER judge model, or 'none' for checks only.")
+    ] = DEFAULT_JUDGE_MODEL,
+    rubric: Annotated[Path | None, typer.Option(help="A file with your own RULER rubric.")] = None,
+    judge_permutations: Annotated[
+        int, typer.Option(help="Score K shuffled orders and average (position bias).")
+    ] = 1,
+    group_size: Annotated[
+        int, typer.Option("--group-size", "-n", help="Episodes per task (a GRPO group).")
+    ] = 4,
+    tasks_per_step: Annotated[int, typer.Option(help="Tasks (groups) per step.")] = 2,
+    max_steps: Annotated[int, typer.Option(help="Stop after this many steps at most.")] = 20,
+    eval_every: Annotated[int, typer.Option(help="Evaluate on val every K steps.")] = 2,
+    patience: Annotated[int, typer.Option(help="Stop after P evaluations without improvement.")] = 3,
+    min_improvement: Annotated[
+        float, typer.Option(help="The margin an evaluation must beat the best by.")
+    ] = 0.02,
+    learning_rate: Annotated[float, typer.Option(help="LoRA learning rate.")] = 5e-5,
+    lora_rank: Annotated[int, typer.Option(help="LoRA rank.")] = 16,
+    max_turns: Annotated[int, typer.Option(help="Assistant turns per episode.")] = 4,
+    max_new_tokens: Annotated[int, typer.Option(help="Tokens per assistant turn.")] = 160,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    seed: Annotated[int, typer.Option(help="Seed for tasks, sampling and splits.")] = 0,
+    run_dir: Annotated[
+        Path | None, typer.Option("--run-dir", help="Where the run lives (default runs/<server>-<time>).")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue the run in this directory.")
+    ] = None,
+) -> None:
+    """Train the model to use the server's tools: tasks, episodes, RULER + checks, GRPO on a LoRA,
+    evaluation on held-out tasks until success plateaus. Offline by default."""
+    from mcp_rl.train import Trainer, check_config
+
+    given = server_spec(server, config, name, env, header) if (server or config) else None
+    if resume is not None:
+        if run_dir is not None:
+            raise ConfigError("give either --resume DIR or --run-dir DIR, not both")
+        run = RunDir(resume)
+        cfg = TrainConfig.model_validate(run.load_config())
+        spec = _resumed_spec(cfg.server, given)
+    else:
+        if given is None:
+            raise ConfigError(
+                "no server given", hint="pass --server URL_OR_COMMAND, or --config FILE [--name NAME]"
+            )
+        spec = given
+        cfg = TrainConfig(
+            model=model,
+            server=spec.public(),
+            policy=tool_policy(allow_tools, deny_tools, allow_destructive),
+            tasks_file=str(tasks) if tasks else None,
+            n_tasks=n_tasks,
+            generator=generator,
+            instructions=instructions,
+            judge=judge,
+            rubric_file=str(rubric) if rubric else None,
+            judge_permutations=judge_permutations,
+            group_size=group_size,
+            tasks_per_step=tasks_per_step,
+            max_steps=max_steps,
+            eval_every=eval_every,
+            patience=patience,
+            min_improvement=min_improvement,
+            seed=seed,
+        )
+        cfg.grpo.learning_rate = learning_rate
+        cfg.grpo.temperature = temperature
+        cfg.lora.r, cfg.lora.alpha = lora_rank, 2 * lora_rank
+        cfg.rollout = cfg.rollout.model_copy(
+            update={"max_turns": max_turns, "max_new_tokens": max_new_tokens, "temperature": temperature}
+        )
+        check_config(cfg)
+        run = RunDir(run_dir or Path("runs") / f"{spec.name or 'server'}-{time.strftime('%Y%m%d-%H%M%S')}")
+        if run.exists():
+            raise ConfigError(
+                f"{run.path} already holds a run",
+                hint=f"continue it with --resume {run.path}, or choose another --run-dir",
+            )
+        run.create(cfg.model_dump(mode="json"))
+    console.print(f"run directory: [bold]{run.path}[/]")
+    trainer = Trainer(cfg, spec, run, say=lambda s: console.print(s, highlight=False))
+    result = anyio.run(trainer.fit, resume is not None)
+    _report(result)

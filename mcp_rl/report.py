@@ -1,0 +1,181 @@
+"""`mcp-rl report`: one self-contained HTML page about a run (plots inline, no network)."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from mcp_rl.errors import RunDirError
+from mcp_rl.rundir import RunDir
+from mcp_rl.svgplot import bar_chart, line_chart
+from mcp_rl.trajectory import Trajectory, load_trajectories
+
+CSS = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#111}
+h1{font-size:22px} h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
+.grid{display:flex;flex-wrap:wrap;gap:12px} table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #ddd;padding:4px 8px;text-align:left} .traj{border:1px solid #ddd;border-radius:6px;
+padding:8px;margin:8px 0;font-size:12px} .msg{white-space:pre-wrap;margin:4px 0;padding:4px;border-radius:4px}
+.system{background:#f3f4f6}.user{background:#eff6ff}.assistant{background:#f0fdf4}.tool{background:#fefce8}
+.tag{display:inline-block;padding:0 6px;border-radius:8px;background:#e5e7eb;margin-right:4px}
+"""
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def _summary_table(base: dict[str, Any] | None, best: dict[str, Any] | None) -> str:
+    rows = []
+    for label, m in (("base", base), ("best", best)):
+        if not m:
+            continue
+        rows.append(
+            f"<tr><td>{label} (step {m['step']})</td><td>{_pct(m['success'])} [{_pct(m['success_low'])}, "
+            f"{_pct(m['success_high'])}] n={m['success_n']}</td><td>{_pct(m.get('valid_call_rate'))}</td>"
+            f"<td>{_pct(m.get('tool_error_rate'))}</td><td>{m['mean_turns']:.2f}</td></tr>"
+        )
+    head = "<tr><th></th><th>success [95% CI]</th><th>valid calls</th><th>tool errors</th><th>mean turns</th></tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _trajectory_html(t: Trajectory, label: str) -> str:
+    tags = [label, f"reward {t.reward:.3f}" if t.reward is not None else "no reward", f"end: {t.end}"]
+    if "success" in t.metadata:
+        tags.append(f"success: {t.metadata['success']}")
+    msgs = []
+    for m in t.messages:
+        role = m.get("role", "")
+        content = m.get("content") or ""
+        if not isinstance(content, str):
+            content = json.dumps(content)
+        if role == "system":
+            content = content[:400] + ("..." if len(content) > 400 else "")
+        msgs.append(f'<div class="msg {escape(role)}"><b>{escape(role)}</b>: {escape(content[:2000])}</div>')
+    head = "".join(f'<span class="tag">{escape(x)}</span>' for x in tags)
+    return f'<div class="traj">{head}<div><b>task:</b> {escape(t.task_text)}</div>{"".join(msgs)}</div>'
+
+
+def _examples(run: RunDir, metrics: list[dict[str, Any]], best_step: int) -> str:
+    parts = []
+    base_file, best_file = run.eval_file(0), run.eval_file(best_step)
+    if base_file.exists() and best_file.exists() and best_step:
+        base = {t.task_id: t for t in load_trajectories(base_file)}
+        for t in load_trajectories(best_file)[:2]:
+            if t.task_id in base:
+                parts.append(
+                    "<div class='grid'><div>" + _trajectory_html(base[t.task_id], "before (base)") + "</div>"
+                )
+                parts.append("<div>" + _trajectory_html(t, f"after (step {best_step})") + "</div></div>")
+    steps = sorted(run.path.glob("steps/*.parquet"))
+    if steps:
+        trajs = [t for t in load_trajectories(steps[-1]) if t.reward is not None]
+        trajs.sort(key=lambda t: t.reward or 0.0)
+        if trajs:
+            parts.append(
+                _trajectory_html(trajs[-1], f"best of the last step ({steps[-1].stem.lstrip('0') or 0})")
+            )
+            parts.append(_trajectory_html(trajs[0], "worst of the last step"))
+    return "\n".join(parts) or "<p>no trajectories saved yet</p>"
+
+
+def build_report(run_dir: str | Path) -> str:
+    run = RunDir(run_dir)
+    cfg = run.load_config()
+    metrics = run.read_metrics()
+    if not metrics:
+        raise RunDirError(
+            f"{run.path} has no metrics yet", hint="run `mcp-rl train` first, or wait for its first step"
+        )
+    state = run.load_state()
+    evals = [m for m in metrics if m.get("kind") in ("eval", "base_eval")]
+    steps = [m for m in metrics if m.get("kind") == "step"]
+    by_step = {m["step"]: m for m in evals}
+    charts = [
+        line_chart(
+            "success on val (95% interval)",
+            {"success": [(m["step"], m["success"]) for m in evals]},
+            {"success": [(m["step"], m["success_low"], m["success_high"]) for m in evals]},
+            y_range=(0.0, 1.0),
+            percent=True,
+        ),
+        line_chart(
+            "reward (training episodes)",
+            {
+                "reward mean": [
+                    (m["step"], m["reward_mean"]) for m in steps if m.get("reward_mean") is not None
+                ]
+            },
+        ),
+        line_chart(
+            "tool calls",
+            {
+                "valid-call rate": [
+                    (m["step"], m["valid_call_rate"]) for m in steps if m.get("valid_call_rate") is not None
+                ],
+                "tool-error rate": [
+                    (m["step"], m["tool_error_rate"]) for m in steps if m.get("tool_error_rate") is not None
+                ],
+            },
+            y_range=(0.0, 1.0),
+            percent=True,
+        ),
+    ]
+    per_tool: dict[str, dict[str, float]] = {}
+    for m in steps:
+        for name, c in (m.get("per_tool") or {}).items():
+            agg = per_tool.setdefault(name, {"calls": 0, "invalid": 0, "errors": 0})
+            for k in agg:
+                agg[k] += c.get(k, 0)
+    if per_tool:
+        charts.append(
+            bar_chart(
+                "per-tool failure rates (training)",
+                {
+                    n: {
+                        "invalid": a["invalid"] / max(1, a["calls"]),
+                        "tool error": a["errors"] / max(1, a["calls"]),
+                    }
+                    for n, a in per_tool.items()
+                },
+                percent=True,
+            )
+        )
+    if steps:
+        charts.append(
+            bar_chart(
+                "seconds per phase",
+                {
+                    f"step {m['step']}": {
+                        "rollout": m["rollout_s"],
+                        "judge": m["judge_s"],
+                        "train": m["train_s"],
+                    }
+                    for m in steps[-12:]
+                },
+            )
+        )
+    best_step = state.best_step or 0
+    html = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>mcp-rl run {escape(run.path.name)}</title><style>{CSS}</style></head><body>",
+        f"<h1>mcp-rl run <code>{escape(str(run.path))}</code></h1>",
+        f"<p>model <b>{escape(str(cfg.get('model')))}</b> on server <b>{escape(str(cfg.get('server', {}).get('name', '')))}</b>; "
+        f"{len(steps)} steps done; state: {escape(state.stopped or 'running or interrupted')}; best step {best_step}.</p>",
+        "<h2>Base vs best</h2>",
+        _summary_table(by_step.get(0), by_step.get(best_step)),
+        "<h2>Plots</h2><div class='grid'>",
+        *charts,
+        "</div><h2>Example trajectories</h2>",
+        _examples(run, metrics, best_step),
+        "</body></html>",
+    ]
+    return "\n".join(html)
+
+
+def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    path = Path(out) if out else Path(run_dir) / "report.html"
+    path.write_text(build_report(run_dir), encoding="utf-8")
+    return path

@@ -1,0 +1,276 @@
+"""The training loop, top to bottom.
+
+    tasks  = load or generate (train / val split)
+    base   = evaluate the model without its adapter on val
+    repeat:  sample tasks -> N episodes each against the live server -> RULER + checks -> rewards
+             -> one GRPO step on the LoRA -> checkpoint -> every K steps evaluate on val
+    until    success on val has not improved by more than a margin for P evaluations, or max_steps;
+    the best checkpoint is marked, and base vs best is reported.
+
+Every step is committed to the run directory (see `rundir.py`), so `--resume` continues after a
+crash or kill -9 without losing a completed step.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from judges import JudgeCache, JudgeConfig, Ruler, load_rubric
+from judges.reward import RewardConfig
+from mcp_rl.errors import ConfigError, TaskError
+from mcp_rl.evaluate import decide_all, score, summarize
+from mcp_rl.grpo import grpo_step, make_optimizer
+from mcp_rl.models import load_model
+from mcp_rl.models.base import ChatModel
+from mcp_rl.rollout import SessionPool, run_tasks
+from mcp_rl.rundir import RunDir, RunState
+from mcp_rl.servers import ServerSpec
+from mcp_rl.train_config import TrainConfig
+from mcp_rl.trajectory import Trajectory, save_trajectories
+from scenario_gen.task import Task
+
+Say = Callable[[str], None]
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, spec: ServerSpec, run: RunDir, say: Say = print) -> None:
+        self.cfg, self.spec, self.run, self.say = cfg, spec, run, say
+        self.policy: Any = None
+        self.judge: ChatModel | None = None
+        self.ruler: Ruler | None = None
+        self.cache = JudgeCache(run.judge_cache)
+        self.reward = RewardConfig()
+        self._helpers: dict[str, ChatModel] = {}
+
+    # --- setup -----------------------------------------------------------------------------
+    async def tasks(self, pool: SessionPool) -> tuple[list[Task], list[Task]]:
+        from scenario_gen.io import load_tasks, save_tasks
+
+        if self.run.tasks_file.exists():  # resuming: the run's own task set
+            tasks = load_tasks(self.run.tasks_file)
+        elif self.cfg.tasks_file:
+            tasks = load_tasks(self.cfg.tasks_file)
+            save_tasks(tasks, self.run.tasks_file)
+        else:
+            tasks = await self._generate(pool)
+            save_tasks(tasks, self.run.tasks_file)
+        train = [t for t in tasks if t.split == "train"]
+        val = [t for t in tasks if t.split == "val"]
+        if not train or not val:
+            raise TaskError(
+                f"the task set needs train and val tasks (has {len(train)} train, {len(val)} val)",
+                hint="give more tasks (--n-tasks) or a --tasks file with both splits",
+            )
+        return train, val
+
+    async def _generate(self, pool: SessionPool) -> list[Task]:
+        from scenario_gen.pipeline import GenerateConfig, generate_tasks
+
+        cfg = self.cfg
+        self.say(f"writing {cfg.n_tasks} tasks with {cfg.generator} (no --tasks file given)")
+        writer = self.model(cfg.generator)
+        gen = GenerateConfig(
+            n=cfg.n_tasks,
+            seed=cfg.seed,
+            val_fraction=cfg.val_fraction,
+            instructions=cfg.instructions,
+            allow_destructive=cfg.policy.allow_destructive,
+        )
+        async with pool.acquire() as ps:
+            tasks, report = await generate_tasks(
+                ps.session, writer, gen, progress=lambda msg, _r: self.say(f"  {msg}")
+            )
+        grounded = sum(t.source == "grounded" for t in tasks)
+        self.say(f"tasks: {len(tasks)} kept ({grounded} grounded), dropped {dict(report.dropped)}")
+        return tasks
+
+    def model(self, name: str) -> ChatModel:
+        """A helper model (task writer, judge), loaded once: the default writer and judge are the same."""
+        if name not in self._helpers:
+            self._helpers[name] = load_model(name)
+        return self._helpers[name]
+
+    def load_models(self) -> None:
+        cfg = self.cfg
+        self.policy = load_model(cfg.model)
+        self.policy.attach_lora(
+            r=cfg.lora.r,
+            alpha=cfg.lora.alpha,
+            dropout=cfg.lora.dropout,
+            target_modules=cfg.lora.target_modules,
+        )
+        if cfg.judge == "none":
+            return
+        self.judge = self.model(cfg.judge)
+        rubric = load_rubric(cfg.rubric_file) if cfg.rubric_file else None
+        jc = JudgeConfig(
+            permutations=cfg.judge_permutations, seed=cfg.seed, **({"rubric": rubric} if rubric else {})
+        )
+        self.ruler = Ruler(self.judge, jc, cache=self.cache)
+
+    # --- the pieces of a step --------------------------------------------------------------
+    async def episodes(
+        self, pool: SessionPool, tasks: list[Task], n: int, step: int, temperature: float | None = None
+    ) -> list[Trajectory]:
+        update: dict[str, Any] = {"seed": self.cfg.seed * 100_003 + step}
+        if temperature is not None:
+            update["temperature"] = temperature
+        rollout = self.cfg.rollout.model_copy(update=update)
+        groups = await run_tasks(self.policy, pool, tasks, n, rollout)
+        trajs = [t for g in groups for t in g]
+        for t in trajs:
+            t.metadata["step"] = step
+        return trajs
+
+    async def evaluate(self, pool: SessionPool, val: list[Task], step: int) -> dict[str, Any]:
+        """Val episodes with the current adapter (step 0: the base model, adapter off)."""
+        t0 = time.monotonic()
+        tasks = {t.id: t for t in val}
+        n, temp = self.cfg.eval_samples, self.cfg.eval_temperature
+        if step == 0:
+            with self.policy.adapter_disabled():
+                trajs = await self.episodes(pool, val, n, step, temp)
+        else:
+            trajs = await self.episodes(pool, val, n, step, temp)
+        await decide_all(trajs, tasks, self.judge, self.cache)
+        save_trajectories(trajs, self.run.eval_file(step))
+        return {
+            "kind": "base_eval" if step == 0 else "eval",
+            "step": step,
+            **summarize(trajs),
+            "seconds": time.monotonic() - t0,
+        }
+
+    # --- the loop --------------------------------------------------------------------------
+    async def fit(self, resume: bool = False) -> dict[str, Any]:
+        cfg, run = self.cfg, self.run
+        state = run.load_state() if resume else RunState()
+        removed = run.discard_uncommitted(state)
+        if removed:
+            self.say(f"redoing a half-written step: removed {', '.join(removed)}")
+        torch.manual_seed(cfg.seed)
+        self.load_models()
+        optimizer = make_optimizer(self.policy.model, cfg.grpo)
+        if state.completed_step:
+            ckpt = run.checkpoint(state.completed_step)
+            self.policy.load_adapter(ckpt)
+            optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt", weights_only=True))
+            self.say(f"resumed after step {state.completed_step} from {ckpt}")
+
+        async with SessionPool(self.spec, cfg.policy, size=cfg.group_size, stderr_dir=run.path) as pool:
+            train, val = await self.tasks(pool)
+            tasks = {t.id: t for t in [*train, *val]}
+            rng = random.Random(cfg.seed)
+            if not state.base_evaluated:
+                base = await self.evaluate(pool, val, step=0)
+                run.append_metrics(base)
+                state = state.model_copy(
+                    update={"base_evaluated": True, "best_step": 0, "best_success": base["success"]}
+                )
+                run.commit(state)
+                self.say(_line(base))
+
+            for step in range(state.completed_step + 1, cfg.max_steps + 1):
+                t0 = time.monotonic()
+                rng.seed(cfg.seed * 7919 + step)  # the same tasks when a step is redone
+                batch = rng.sample(train, min(cfg.tasks_per_step, len(train)))
+                trajs = await self.episodes(pool, batch, cfg.group_size, step)
+                t1 = time.monotonic()
+                judge_stats = await score(trajs, tasks, pool, self.ruler, self.reward, self.judge, self.cache)
+                t2 = time.monotonic()
+                train_stats = grpo_step(
+                    self.policy.model, optimizer, trajs, cfg.grpo, pad_id=self.policy.pad_token_id
+                )
+                t3 = time.monotonic()
+
+                save_trajectories(trajs, run.step_file(step))
+                run.save_checkpoint(step, lambda d: self._save(d, optimizer))
+                record = {
+                    "kind": "step", "step": step, **summarize(trajs), **judge_stats, **train_stats,
+                    "rollout_s": t1 - t0, "judge_s": t2 - t1, "train_s": t3 - t2,
+                }  # fmt: skip
+                run.append_metrics(record)
+                self.say(_line(record))
+
+                if step % cfg.eval_every == 0 or step == cfg.max_steps:
+                    ev = await self.evaluate(pool, val, step)
+                    run.append_metrics(ev)
+                    self.say(_line(ev))
+                    state = self._track_best(state, ev)
+                state = state.model_copy(update={"completed_step": step})
+                if state.evals_without_improvement >= cfg.patience:
+                    state = state.model_copy(update={"stopped": f"plateau after step {step}"})
+                    run.commit(state)
+                    break
+                run.commit(state)
+            else:
+                state = state.model_copy(update={"stopped": "max_steps"})
+                run.commit(state)
+        return self.result(state)
+
+    def _save(self, directory: Path, optimizer: torch.optim.Optimizer) -> None:
+        self.policy.save_adapter(directory)
+        torch.save(optimizer.state_dict(), directory / "optimizer.pt")
+
+    def _track_best(self, state: RunState, ev: dict[str, Any]) -> RunState:
+        best = state.best_success if state.best_success is not None else -1.0
+        if ev["success"] > best + self.cfg.min_improvement:
+            self.run.write_json(
+                self.run.best_file,
+                {"step": ev["step"], "checkpoint": str(self.run.checkpoint(ev["step"])), **ev},
+            )
+            return state.model_copy(
+                update={
+                    "best_step": ev["step"],
+                    "best_success": ev["success"],
+                    "evals_without_improvement": 0,
+                }
+            )
+        return state.model_copy(update={"evals_without_improvement": state.evals_without_improvement + 1})
+
+    def result(self, state: RunState) -> dict[str, Any]:
+        evals = {m["step"]: m for m in self.run.read_metrics() if m.get("kind") in ("eval", "base_eval")}
+        return {
+            "state": state,
+            "base": evals.get(0),
+            "best": evals.get(state.best_step or 0),
+            "run_dir": str(self.run.path),
+        }
+
+
+def _fmt(v: Any, pct: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.0%}" if pct else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
+def _line(m: dict[str, Any]) -> str:
+    """One summary line per step or evaluation."""
+    if m["kind"] == "step":
+        return (
+            f"step {m['step']:>3}  reward {_fmt(m['reward_mean'])}  success {_fmt(m['success'], True)}  "
+            f"valid calls {_fmt(m['valid_call_rate'], True)}  dropped groups {m.get('groups_dropped', 0)}  "
+            f"unscored {m.get('unscored_groups', 0)}  "
+            f"rollout {m['rollout_s']:.0f}s judge {m['judge_s']:.0f}s train {m['train_s']:.0f}s"
+        )
+    label = "base eval" if m["kind"] == "base_eval" else f"eval @{m['step']}"
+    return (
+        f"{label:>9}  success {_fmt(m['success'], True)} [{_fmt(m['success_low'], True)}, {_fmt(m['success_high'], True)}] "
+        f"(n={m['success_n']})  valid calls {_fmt(m['valid_call_rate'], True)}  tool errors "
+        f"{_fmt(m['tool_error_rate'], True)}  turns {m['mean_turns']:.1f}  ({m['seconds']:.0f}s)"
+    )
+
+
+def check_config(cfg: TrainConfig) -> None:
+    if cfg.rollout.temperature <= 0:
+        raise ConfigError("training needs sampling: --temperature must be above 0", hint="the default is 1.0")
+    if cfg.tasks_file and not Path(cfg.tasks_file).exists():
+        raise ConfigError(
+            f"task file not found: {cfg.tasks_file}", hint="check --tasks, or leave it out to generate tasks"
+        )
