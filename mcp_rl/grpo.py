@@ -192,7 +192,7 @@ def grpo_step(
         new_lp = sampled_logprobs(model, ids, attn, mask, cfg)
         loss, s = grpo_loss(new_lp, old_lp, adv, w, cfg.clip_eps, ref_lp, cfg.kl_coef)
         loss.backward()
-        stats["loss"] += float(loss)
+        stats["loss"] += float(loss.detach())
         clip_fracs.append(s["clip_frac"])
         ratios.append(s["ratio_mean"])
         kls.append(s.get("kl", 0.0))

@@ -22,7 +22,6 @@ from typing import Any
 import torch
 
 from judges import JudgeCache, JudgeConfig, Ruler, load_rubric
-from judges.reward import RewardConfig
 from mcp_rl.errors import ConfigError, TaskError
 from mcp_rl.evaluate import decide_all, score, summarize
 from mcp_rl.grpo import grpo_step, make_optimizer
@@ -39,13 +38,16 @@ Say = Callable[[str], None]
 
 
 class Trainer:
-    def __init__(self, cfg: TrainConfig, spec: ServerSpec, run: RunDir, say: Say = print) -> None:
+    def __init__(
+        self, cfg: TrainConfig, spec: ServerSpec, run: RunDir, say: Say = print, policy: Any = None
+    ) -> None:
+        """`policy`: an already loaded TransformersModel to train instead of loading `cfg.model`."""
         self.cfg, self.spec, self.run, self.say = cfg, spec, run, say
-        self.policy: Any = None
+        self.policy: Any = policy
         self.judge: ChatModel | None = None
         self.ruler: Ruler | None = None
         self.cache = JudgeCache(run.judge_cache)
-        self.reward = RewardConfig()
+        self.reward = cfg.reward
         self._helpers: dict[str, ChatModel] = {}
 
     # --- setup -----------------------------------------------------------------------------
@@ -98,7 +100,8 @@ class Trainer:
 
     def load_models(self) -> None:
         cfg = self.cfg
-        self.policy = load_model(cfg.model)
+        if self.policy is None:
+            self.policy = load_model(cfg.model)
         self.policy.attach_lora(
             r=cfg.lora.r,
             alpha=cfg.lora.alpha,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from judges.reward import RewardConfig
 from mcp_rl.grpo import GRPOConfig
 from mcp_rl.rollout import RolloutConfig
 from mcp_rl.servers import ToolPolicy
@@ -41,6 +42,8 @@ class TrainConfig(BaseModel):
     """A model name, or 'none': rewards and success from the deterministic checks alone (grounded tasks)."""
     rubric_file: str | None = None
     judge_permutations: int = Field(default=1, ge=1)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    """Weights and gates combining the RULER score with the deterministic checks."""
 
     # the loop
     group_size: int = Field(default=4, ge=2)

@@ -1,0 +1,147 @@
+"""`mcp-rl rollout`: a model works a task against a live server, n times, and the episodes are printed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import anyio.to_thread
+import typer
+
+from mcp_rl.cli.app import app, console, err_console
+from mcp_rl.cli.options import (
+    AllowDestructiveOpt,
+    AllowToolsOpt,
+    CallTimeoutOpt,
+    ConfigOpt,
+    ConnectTimeoutOpt,
+    DenyToolsOpt,
+    EnvOpt,
+    HeaderOpt,
+    NameOpt,
+    ServerOpt,
+    server_spec,
+    tool_policy,
+)
+from mcp_rl.errors import ConfigError
+from mcp_rl.rollout import RolloutConfig, SessionPool, run_tasks
+from mcp_rl.rollout.show import print_trajectories
+from mcp_rl.trajectory import Trajectory, save_trajectories
+
+DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct"
+_MAX_SERVERS = 8
+
+
+@app.command("rollout")
+def rollout(
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", "-t", help="What the model should do (repeatable: one group each)."),
+    ] = None,
+    server: ServerOpt = None,
+    config: ConfigOpt = None,
+    name: NameOpt = None,
+    env: EnvOpt = None,
+    header: HeaderOpt = None,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="A built-in offline model name, a local HF directory or GGUF file, a hub id, or an API model "
+            "(openai:NAME, or a litellm name).",
+        ),
+    ] = DEFAULT_MODEL,
+    n: Annotated[
+        int, typer.Option("-n", "--episodes", min=1, help="Episodes per task, run concurrently.")
+    ] = 4,
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Assistant messages per episode.")] = 6,
+    max_new_tokens: Annotated[
+        int, typer.Option("--max-new-tokens", min=1, help="Tokens per assistant message.")
+    ] = 256,
+    max_context: Annotated[
+        int, typer.Option("--max-context", min=64, help="Token budget of a whole episode.")
+    ] = 4096,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 1.0,
+    top_p: Annotated[float, typer.Option("--top-p", min=0.0, max=1.0)] = 1.0,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Sampling seed (same seed, same episodes).")
+    ] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option("--save", "-o", help="Write the trajectories to FILE.parquet or FILE.jsonl."),
+    ] = None,
+    allow_tools: AllowToolsOpt = None,
+    deny_tools: DenyToolsOpt = None,
+    allow_destructive: AllowDestructiveOpt = False,
+    connect_timeout: ConnectTimeoutOpt = 60.0,
+    call_timeout: CallTimeoutOpt = 30.0,
+) -> None:
+    """Run episodes of a model against a live MCP server and print them (turns, calls, results, answer)."""
+    tasks = [t for t in (task or []) if t.strip()]
+    if not tasks:
+        raise ConfigError("no task given", hint='pass --task "what the model should do" (repeatable)')
+    if save is not None and save.suffix not in (".parquet", ".jsonl"):
+        raise ConfigError(
+            f"cannot save to {save}: unknown file type", hint="use a .parquet or .jsonl file name"
+        )
+    spec = server_spec(server, config, name, env, header)
+    policy = tool_policy(allow_tools, deny_tools, allow_destructive)
+    cfg = RolloutConfig(
+        max_turns=max_turns,
+        max_new_tokens=max_new_tokens,
+        max_context_tokens=max_context,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+    )
+
+    from mcp_rl.models.registry import load_model
+
+    async def main() -> list[list[Trajectory]]:
+        pool = SessionPool(
+            spec,
+            policy,
+            size=min(n * len(tasks), _MAX_SERVERS),
+            call_timeout=call_timeout,
+            connect_timeout=connect_timeout,
+        )
+        # The server first: a wrong command fails in seconds, before a model load that can take a minute.
+        with err_console.status(f"starting server {spec.describe()} ..."):
+            await pool.__aenter__()
+        try:
+            if not pool.tools:
+                raise ConfigError(
+                    f"server {spec.describe()!r} offers no usable tools",
+                    hint="see `mcp-rl inspect`; --allow-destructive or --allow-tools may include some",
+                )
+            sharing = (
+                "one shared session (all tools read-only)"
+                if pool.shared
+                else f"{pool.session_count} sessions"
+            )
+            err_console.print(
+                f"[dim]server {pool.first.server_name} {pool.first.server_version}: "
+                f"{len(pool.tools)} tools, {sharing}[/]",
+                highlight=False,
+            )
+            t0 = time.monotonic()
+            with err_console.status(f"loading model {model} ..."):
+                chat_model = await anyio.to_thread.run_sync(load_model, model)
+            err_console.print(
+                f"[dim]model {model} ready in {time.monotonic() - t0:.1f} s; running {n} x {len(tasks)} episodes[/]"
+            )
+            return await run_tasks(
+                chat_model, pool, list(tasks), n=n, config=cfg, max_concurrent=n * len(tasks)
+            )
+        finally:
+            await pool.__aexit__(None, None, None)
+
+    groups = anyio.run(main)
+    for trajs in groups:
+        print_trajectories(console, trajs)
+    if save is not None:
+        path = save_trajectories([t for g in groups for t in g], save)
+        console.print(f"saved {sum(len(g) for g in groups)} trajectories to {path}")
