@@ -152,6 +152,19 @@ class Trainer:
 
     # --- the loop --------------------------------------------------------------------------
     async def fit(self, resume: bool = False) -> dict[str, Any]:
+        try:
+            return await self._fit(resume)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop local generation workers (a worker left running aborts the interpreter at exit)."""
+        for m in [self.policy, *self._helpers.values()]:
+            close = getattr(m, "close", None)
+            if callable(close):
+                close()
+
+    async def _fit(self, resume: bool) -> dict[str, Any]:
         cfg, run = self.cfg, self.run
         state = run.load_state() if resume else RunState()
         removed = run.discard_uncommitted(state)
