@@ -9,6 +9,11 @@ from mcp_rl.errors import McpRlError
 
 # Command modules (importing one registers its command).
 from mcp_rl.cli import inspect_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import judge_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import generate_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import rollout_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import train_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import report_cmd  # noqa: F401  isort: skip
 
 
 def main() -> None:

@@ -1,0 +1,86 @@
+"""Judge saved or fresh trajectories end to end: group, RULER, checks, reward, stored on each one.
+
+This is what the training loop and `mcp-rl judge` call. A group the judge could not score is
+counted in the report, logged with its reason, marked on each of its trajectories, and still gets
+a reward from the checks alone, so the run goes on and nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from judges.checks import run_checks
+from judges.regrade import FreshReference
+from judges.reward import RewardConfig, apply_reward
+from judges.ruler import GroupScore, Ruler
+from judges.usage import Usage
+from mcp_rl.trajectory import Trajectory
+from scenario_gen.task import Task
+
+log = logging.getLogger("mcp_rl.judges")
+
+
+class JudgeReport(BaseModel):
+    groups: list[GroupScore] = []
+    unscored: int = 0
+    """Groups the judge could not score (their rewards come from the checks alone)."""
+    usage: Usage = Usage()
+
+    @property
+    def unscored_reasons(self) -> dict[str, str]:
+        return {g.group_id: g.reason for g in self.groups if not g.scored}
+
+
+def group_trajectories(trajs: list[Trajectory]) -> dict[str, list[Trajectory]]:
+    """By `group_id`, else by `task_id`, in first-seen order."""
+    groups: dict[str, list[Trajectory]] = {}
+    for t in trajs:
+        groups.setdefault(t.group_id or t.task_id, []).append(t)
+    return groups
+
+
+def _task_for(task: Task | None, fresh: FreshReference | None) -> Task | None:
+    if task is None or fresh is None:
+        return task
+    # A stale reference must not grade anything: drop it (success then needs the judge).
+    return task.model_copy(update={"reference_answer": fresh.reference_answer})
+
+
+async def judge_trajectories(
+    trajs: list[Trajectory],
+    tasks: Mapping[str, Task] | None = None,
+    ruler: Ruler | None = None,
+    reward: RewardConfig | None = None,
+    tools: list[Any] | None = None,
+    fresh: Mapping[str, FreshReference] | None = None,
+) -> JudgeReport:
+    """Score every group with `ruler` (None: checks only), then set reward and components on each
+    trajectory. `fresh` maps task ids to references refreshed against the live server."""
+    tasks = tasks or {}
+    fresh = fresh or {}
+    grouped = group_trajectories(trajs)
+    inputs = []
+    for members in grouped.values():
+        tid = members[0].task_id
+        inputs.append((members, _task_for(tasks.get(tid), fresh.get(tid)), tools))
+    report = JudgeReport()
+    if ruler is not None:
+        report.groups = await ruler.score_groups(inputs)
+    for i, (members, task, _) in enumerate(inputs):
+        gs = report.groups[i] if report.groups else None
+        if gs is not None:
+            report.usage = report.usage + gs.usage
+            if not gs.scored:
+                report.unscored += 1
+                log.warning("judge could not score group %s: %s", gs.group_id, gs.reason)
+        for t in members:
+            score = gs.scores.get(t.id) if gs is not None and gs.scored else None
+            explanation = gs.explanations.get(t.id, "") if gs is not None else ""
+            apply_reward(t, run_checks(t, task), score, explanation, reward)
+            if gs is not None and not gs.scored:
+                t.metadata["judge_unscored"] = gs.reason
+    return report

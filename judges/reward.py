@@ -1,0 +1,83 @@
+"""Reward = RULER's relative score shaped by the deterministic checks.
+
+Default weights (all configurable, and every component is stored with the trajectory):
+
+| component            | weight | applies when                                 |
+| ---                  | ---    | ---                                          |
+| ruler                | 1.0    | the group was scored by the judge            |
+| answer_correct       | 1.0    | the task has a reference answer              |
+| expected_tools_used  | 0.25   | the task names the tools it expects          |
+| schema_valid_rate    | 0.25   | the trajectory made at least one call        |
+| no_error_rate        | 0.1    | the trajectory made at least one call        |
+| parse_rate, answered | 0.0    | (logged, not weighted: schema-valid implies parsed; the gate covers answering) |
+
+The reward is the weighted mean of the components that apply (weights renormalized over them),
+so it stays in [0, 1] whether or not a task is grounded or the judge answered. Then gates:
+- no final answer: the reward is multiplied by `no_answer_factor` (0.25). Not 0, because a weak
+  base model that rarely answers would give GRPO groups of all zeros and no signal at all;
+- grounded task, answer checked wrong: the reward is capped at `wrong_answer_cap` (0.5), so a
+  judge fooled by a confident wrong answer cannot rank it above a right one.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from judges.checks import CheckResult
+from mcp_rl.trajectory import Trajectory
+
+
+class RewardWeights(BaseModel):
+    ruler: float = Field(default=1.0, ge=0)
+    answer_correct: float = Field(default=1.0, ge=0)
+    expected_tools_used: float = Field(default=0.25, ge=0)
+    schema_valid_rate: float = Field(default=0.25, ge=0)
+    no_error_rate: float = Field(default=0.1, ge=0)
+    parse_rate: float = Field(default=0.0, ge=0)
+    answered: float = Field(default=0.0, ge=0)
+
+
+class RewardConfig(BaseModel):
+    weights: RewardWeights = Field(default_factory=RewardWeights)
+    no_answer_factor: float = Field(default=0.25, ge=0, le=1)
+    wrong_answer_cap: float | None = Field(default=0.5, ge=0, le=1)
+
+
+def combine(
+    checks: CheckResult, ruler_score: float | None, config: RewardConfig | None = None
+) -> dict[str, float]:
+    """All components, the gate factor and the final `reward`, as one flat dict of floats."""
+    cfg = config or RewardConfig()
+    comps = checks.components()
+    if ruler_score is not None:
+        comps["ruler"] = float(ruler_score)
+    weights = cfg.weights.model_dump()
+    total_w = sum(weights[k] for k in comps if k in weights)
+    if total_w > 0:
+        base = sum(weights[k] * v for k, v in comps.items() if k in weights) / total_w
+    else:
+        base = comps["answered"]
+    gate = 1.0 if checks.answered else cfg.no_answer_factor
+    reward = base * gate
+    if cfg.wrong_answer_cap is not None and checks.answer_correct is False:
+        reward = min(reward, cfg.wrong_answer_cap)
+    comps["gate"] = gate
+    comps["reward"] = reward
+    return comps
+
+
+def apply_reward(
+    traj: Trajectory,
+    checks: CheckResult,
+    ruler_score: float | None,
+    explanation: str = "",
+    config: RewardConfig | None = None,
+) -> float:
+    """Combine, then store the reward, every component and the judge's explanation on `traj`."""
+    comps = combine(checks, ruler_score, config)
+    if ruler_score is None:
+        comps["ruler_unscored"] = 1.0  # visible in every log: this reward came from checks alone
+    traj.reward = comps["reward"]
+    traj.reward_components = comps
+    traj.judge_explanation = explanation
+    return traj.reward

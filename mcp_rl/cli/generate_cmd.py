@@ -1,0 +1,212 @@
+"""`mcp-rl generate`: a validated, split task set from a live server's tools, with no labeled data."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+
+from mcp_rl.cli.app import app, console, err_console
+from mcp_rl.cli.options import (
+    AllowDestructiveOpt,
+    AllowToolsOpt,
+    CallTimeoutOpt,
+    ConfigOpt,
+    ConnectTimeoutOpt,
+    DenyToolsOpt,
+    EnvOpt,
+    HeaderOpt,
+    NameOpt,
+    ServerOpt,
+    server_spec,
+    tool_policy,
+)
+from mcp_rl.errors import ConfigError, ModelError
+from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
+
+DEFAULT_GENERATOR = "qwen2.5-coder-1.5b-instruct"
+# Large enough that exploration reads whole results: a cut JSON result yields no facts.
+EXPLORE_RESULT_BUDGET = 20000
+
+
+def _load(name: str, what: str) -> Any:
+    try:
+        from mcp_rl.models import load_model  # type: ignore[attr-defined]
+    except ImportError as e:
+        raise ModelError(
+            f"cannot load the {what}: model loading is not available in this build ({e})"
+        ) from None
+    t0 = time.monotonic()
+    with err_console.status(f"loading {what} {name} ..."):
+        model = load_model(name)
+    err_console.print(f"[dim]{what} {name} ready in {time.monotonic() - t0:.1f} s[/]")
+    return model
+
+
+def _progress_line(msg: str, report: Any) -> str:
+    drops = sorted(report.dropped.items(), key=lambda kv: -kv[1])[:3]
+    why = ", ".join(f"{k} {v}" for k, v in drops)
+    e = report.exploration
+    return (
+        f"kept [bold]{report.kept}[/]/{report.requested}  ·  explored {e.calls} calls ({e.ok} ok)  ·  "
+        f"written {report.candidates_written}, grounded {report.candidates_grounded}  ·  "
+        f"dropped {sum(report.dropped.values())}{f' ({why})' if why else ''}  ·  [dim]{msg}[/]"
+    )
+
+
+async def _run(
+    spec: ServerSpec,
+    policy: ToolPolicy,
+    generator: Any,
+    cfg: Any,
+    timeouts: tuple[float, float],
+    checker: Any,
+    policy_model: Any,
+    check_attempts: int,
+) -> tuple[list[Any], Any]:
+    from scenario_gen import generate_tasks
+
+    solvability = None
+    if checker is not None:
+        from mcp_rl.rollout.pool import SessionPool
+        from scenario_gen.solvability import check_solvability
+
+        async def solvability(tasks: list[Any]) -> list[Any]:
+            async with SessionPool(
+                spec, policy, size=2, call_timeout=timeouts[1], connect_timeout=timeouts[0]
+            ) as pool:
+                return await check_solvability(
+                    tasks, pool, checker, attempts=check_attempts, policy=policy_model
+                )
+
+    session = ServerSession(
+        spec,
+        policy,
+        connect_timeout=timeouts[0],
+        call_timeout=timeouts[1],
+        result_budget=EXPLORE_RESULT_BUDGET,
+    )
+    with err_console.status("connecting ...") as status:
+        async with session as s:
+            if not s.tools:
+                raise ConfigError(
+                    f"server {s.server_name!r} offers no usable tools",
+                    hint="check --allow-tools/--deny-tools, or --allow-destructive: "
+                    + json.dumps(s.excluded),
+                )
+            return await generate_tasks(
+                s,
+                generator,
+                cfg,
+                progress=lambda msg, r: status.update(_progress_line(msg, r)),
+                solvability=solvability,
+            )
+
+
+@app.command("generate")
+def generate_command(
+    server: ServerOpt = None,
+    config: ConfigOpt = None,
+    name: NameOpt = None,
+    env: EnvOpt = None,
+    header: HeaderOpt = None,
+    allow_tools: AllowToolsOpt = None,
+    deny_tools: DenyToolsOpt = None,
+    allow_destructive: AllowDestructiveOpt = False,
+    connect_timeout: ConnectTimeoutOpt = 60.0,
+    call_timeout: CallTimeoutOpt = 30.0,
+    n: Annotated[int, typer.Option("-n", "--num", min=1, help="How many tasks to write.")] = 100,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--output",
+            help="tasks.jsonl, tasks.parquet, or a directory (Hugging Face datasets layout).",
+        ),
+    ] = Path("tasks.jsonl"),
+    generator: Annotated[
+        str,
+        typer.Option(
+            "--generator",
+            help="The task-writing model: a built-in offline name, a local path, or an API name "
+            "(e.g. openai/gpt-4.1-mini).",
+        ),
+    ] = DEFAULT_GENERATOR,
+    instructions: Annotated[str, typer.Option("--instructions", help="Steer the theme of the tasks.")] = "",
+    language: Annotated[
+        str, typer.Option("--language", help="Language of the tasks (ISO 639-1 code).")
+    ] = "en",
+    seed: Annotated[int, typer.Option("--seed", help="Seed for exploration, sampling and the split.")] = 0,
+    val_fraction: Annotated[
+        float, typer.Option("--val-fraction", min=0.0, max=0.9, help="Share held out for validation.")
+    ] = 0.2,
+    grounded_share: Annotated[
+        float, typer.Option("--grounded-share", min=0.0, max=1.0, help="Share of grounded tasks to aim for.")
+    ] = 0.5,
+    explore_calls: Annotated[
+        int, typer.Option("--explore-calls", min=0, help="Most exploratory tool calls.")
+    ] = 60,
+    check_with: Annotated[
+        str | None,
+        typer.Option(
+            "--check-with", help="A stronger model that attempts each task; unsolved tasks are dropped."
+        ),
+    ] = None,
+    policy_model: Annotated[
+        str | None,
+        typer.Option("--policy", help="With --check-with: mark tasks this model always or never solves."),
+    ] = None,
+    check_attempts: Annotated[
+        int, typer.Option("--check-attempts", min=1, help="Attempts per task in the check.")
+    ] = 2,
+    report_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--report", help="Write the generation report as JSON here (default: next to the output)."
+        ),
+    ] = None,
+) -> None:
+    """Write a validated, split task set for a server: tasks an LLM writes from the tools, and grounded
+    tasks whose reference answers come from real calls (re-run to check them)."""
+    from scenario_gen import GenerateConfig, save_tasks
+    from scenario_gen.io import detect_format
+    from scenario_gen.report import render
+
+    spec = server_spec(server, config, name, env, header)
+    policy = tool_policy(allow_tools, deny_tools, allow_destructive)
+    detect_format(output)  # a bad output name fails now, not after minutes of generation
+    if policy_model and not check_with:
+        raise ConfigError(
+            "--policy needs --check-with", hint="pass --check-with MODEL to run the solvability pass"
+        )
+    cfg = GenerateConfig(
+        n=n, grounded_share=grounded_share, language=language, instructions=instructions, seed=seed,
+        val_fraction=val_fraction, allow_destructive=allow_destructive, explore_calls=explore_calls,
+    )  # fmt: skip
+    gen_model = _load(generator, "task writer")
+    checker = _load(check_with, "checker") if check_with else None
+    pol = _load(policy_model, "policy") if policy_model else None
+    t0 = time.monotonic()
+    try:
+        tasks, report = anyio.run(
+            _run, spec, policy, gen_model, cfg, (connect_timeout, call_timeout), checker, pol, check_attempts
+        )
+    finally:
+        for m in (gen_model, checker, pol):
+            close = getattr(m, "close", None)
+            if callable(close):
+                close()  # stop local generation workers before the interpreter exits
+    path = save_tasks(tasks, output)
+    rpath = report_path or (
+        path / "generation_report.json" if path.is_dir() else path.with_name(path.stem + ".report.json")
+    )
+    rpath.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    render(report, console)
+    console.print(
+        f"[bold green]wrote {len(tasks)} tasks[/] to {path} in {time.monotonic() - t0:.0f} s "
+        f"({report.grounded} grounded, {report.written} written; {report.train} train / {report.val} val); report: {rpath}"
+    )

@@ -1,0 +1,273 @@
+"""Answers read deterministically out of tool results.
+
+A grounded task's reference answer is never written by the LLM: it is a value taken from a real
+result by an `AnswerRule` (a field, a count, a list of names, the time of day in a timestamp). The
+LLM only words the question. So the reference is right even with a weak local writer, and a grader
+can re-run the reference calls and apply the same rule when the answer moves with time or state.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from scenario_gen.task import AnswerRule
+from scenario_gen.values import is_id_like, result_json
+
+_ISO_DT = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DAY_NAMES = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+_COUNT_KEY = re.compile(r"(count|total|matches|num_|number)", re.IGNORECASE)
+_MAX_ANSWER_CHARS = 80
+_MAX_NAMES = 8
+
+
+@dataclass
+class Fact:
+    rule: AnswerRule
+    answer: str
+    what: str
+    """A short human description of the value ("the price of 'Summit Dome 4P Tent'")."""
+    mentions: list[list[str]] = field(default_factory=list)
+    """Groups of words the question must mention (one of each group), e.g. the selected item's name."""
+    weight: float = 1.0
+    dated: bool = False
+    """The value depends on today's date or the current time."""
+
+
+def format_value(value: Any) -> str:
+    """Canonical text of an answer value."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    if isinstance(value, list):
+        return ", ".join(format_value(v) for v in value)
+    return str(value).strip()
+
+
+def parse_datetime(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not _ISO_DT.match(value.strip()):
+        return None
+    try:
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def _transform(value: Any, transform: str) -> Any:
+    if transform == "none":
+        return value
+    dt = parse_datetime(value)
+    if dt is None:
+        return None
+    return dt.strftime("%H:%M") if transform == "time_hhmm" else dt.date().isoformat()
+
+
+def _select(node: Any, step: str | int | dict[str, Any]) -> Any:
+    if isinstance(step, dict):
+        if not isinstance(node, list):
+            return None
+        key, want = step.get("key"), step.get("equals")
+        return next((x for x in node if isinstance(x, dict) and x.get(key) == want), None)
+    if isinstance(step, int):
+        return node[step] if isinstance(node, list) and -len(node) <= step < len(node) else None
+    return node.get(step) if isinstance(node, dict) else None
+
+
+def apply_rule(rule: AnswerRule, result_texts: list[str]) -> str | None:
+    """The answer the rule reads out of the calls' result texts, or None when it cannot."""
+    try:
+        text = result_texts[rule.call_index]
+    except IndexError:
+        return None
+    if rule.kind == "text":
+        t = text.strip()
+        return t or None
+    node = result_json(text)
+    for step in rule.path:
+        node = _select(node, step)
+        if node is None:
+            return None
+    if rule.kind == "count":
+        return str(len(node)) if isinstance(node, list) else None
+    if rule.kind == "names":
+        if not isinstance(node, list):
+            return None
+        names = [x.get(rule.name_key) for x in node if isinstance(x, dict)]
+        return ", ".join(str(n) for n in names if n is not None) or None
+    value = _transform(node, rule.transform)
+    if value is None or (isinstance(value, dict | list) and not value):
+        return None
+    return format_value(value)
+
+
+def _now_anchored(data: Any, now: datetime, window: timedelta) -> tuple[bool, bool]:
+    """(holds a timestamp within `window` of now, holds a date within a day of today)."""
+    near_now = near_today = False
+
+    def walk(node: Any, depth: int) -> None:
+        nonlocal near_now, near_today
+        if depth > 5:
+            return
+        if isinstance(node, dict):
+            for v in node.values():
+                walk(v, depth + 1)
+        elif isinstance(node, list):
+            for v in node[:50]:
+                walk(v, depth + 1)
+        else:
+            dt = parse_datetime(node)
+            if dt is not None:
+                near_now = near_now or abs(dt - now) <= window
+                near_today = near_today or abs(dt - now) <= timedelta(days=1, hours=14)
+            elif isinstance(node, str) and _ISO_DATE.match(node):
+                today = now.date()
+                near_today = near_today or abs((datetime.fromisoformat(node).date() - today).days) <= 1
+
+    walk(data, 0)
+    return near_now, near_today
+
+
+def time_dependent(result_text: str, now: datetime | None = None) -> bool:
+    """True when a result reports the current time (e.g. a clock): its values are stale within minutes."""
+    near_now, _ = _now_anchored(result_json(result_text), now or datetime.now(UTC), timedelta(minutes=10))
+    return near_now
+
+
+def _scalar(v: Any) -> bool:
+    return isinstance(v, str | int | float | bool) and v is not None
+
+
+def _echoes(value: Any, arg_values: set[str]) -> bool:
+    return format_value(value).lower() in arg_values
+
+
+def _field_facts(
+    obj: dict[str, Any],
+    path: list[Any],
+    label: str,
+    mentions: list[list[str]],
+    arg_values: set[str],
+    dated: bool,
+    now_result: bool = False,
+) -> list[Fact]:
+    """Facts about an object's scalar fields. `dated`: the result holds today's date; `now_result`: it
+    reports the current time (a clock), so its date, weekday and the like are questions about now."""
+    out: list[Fact] = []
+    for k, v in obj.items():
+        if not _scalar(v) or (isinstance(v, str) and not (0 < len(v.strip()) <= _MAX_ANSWER_CHARS)):
+            continue
+        if _echoes(v, arg_values) or any(format_value(v).lower() == m.lower() for g in mentions for m in g):
+            continue  # an answer the question already gives away
+        what = f"the `{k}`{label}"
+        if parse_datetime(v) is not None:
+            # A raw timestamp is a poor answer to grade ("2026-12-02T09:30:00-05:00" against "9:30 am on
+            # Wednesday"): ask for its time of day or its date instead. Neither when the time is the
+            # one the call was given (a conversion echoing its input).
+            hhmm, day = _transform(v, "time_hhmm"), _transform(v, "date")
+            if hhmm in arg_values:
+                continue
+            rule = AnswerRule(kind="field", path=[*path, k], transform="time_hhmm")
+            out.append(Fact(rule, hhmm, f"the time of day (HH:MM) in {what[4:]}", mentions, 1.5, False))
+            if now_result:
+                rule = AnswerRule(kind="field", path=[*path, k], transform="date")
+                out.append(Fact(rule, day, f"the date (YYYY-MM-DD) in {what[4:]}", mentions, 0.5, True))
+            continue
+        weight = 0.4 if is_id_like(k) else 1.0
+        # A date-bound value (a day name, a yes/no like daylight saving) moves with the calendar.
+        is_dated = dated and (str(v).lower() in _DAY_NAMES or isinstance(v, bool))
+        if is_dated and not now_result:
+            continue  # about a date the call was not asked about (today's, implicitly): not a fair question
+        out.append(
+            Fact(AnswerRule(kind="field", path=[*path, k]), format_value(v), what, mentions, weight, is_dated)
+        )
+    return out
+
+
+def _list_facts(
+    items: list[Any],
+    path: list[Any],
+    label: str,
+    arg_values: set[str],
+    dated: bool,
+    complete: bool = True,
+    now_result: bool = False,
+) -> list[Fact]:
+    """Facts about a list. `complete` is False when the server says the list was cut (a `total` larger
+    than its length): then neither its length nor its names answer a question about all of them."""
+    out: list[Fact] = []
+    if complete:
+        out.append(
+            Fact(
+                AnswerRule(kind="count", path=list(path)),
+                str(len(items)),
+                f"how many entries{label}",
+                [],
+                0.8,
+            )
+        )
+    dicts = [x for x in items if isinstance(x, dict)]
+    name_key = _handle_key(dicts)
+    if complete and name_key and 1 < len(dicts) <= _MAX_NAMES:
+        answer = ", ".join(str(x[name_key]) for x in dicts)
+        if len(answer) <= 3 * _MAX_ANSWER_CHARS:
+            rule = AnswerRule(kind="names", path=list(path), name_key=name_key)
+            out.append(Fact(rule, answer, f"the `{name_key}` of every entry{label}, in order", [], 0.8))
+    for obj in dicts[:12] if name_key else []:
+        name = str(obj[name_key])
+        selector = {"key": name_key, "equals": obj[name_key]}
+        out += _field_facts(
+            obj, [*path, selector], f" of '{name}'{label}", [[name]], arg_values, dated, now_result
+        )
+    return out
+
+
+def _handle_key(dicts: list[dict[str, Any]]) -> str | None:
+    """The field that names each element of a list: name/title if present, else the first field whose
+    values are distinct short strings (e.g. `category` in a list of category counts)."""
+    if not dicts:
+        return None
+    keys = [k for k in dicts[0] if all(isinstance(x.get(k), str) for x in dicts)]
+    preferred = [k for k in ("name", "title", "label", "display_name") if k in keys]
+    for k in preferred + [k for k in keys if not is_id_like(k)] + [k for k in keys if is_id_like(k)]:
+        values = [x[k] for x in dicts]
+        if len(set(values)) == len(values) and all(0 < len(v) <= 60 for v in values):
+            return k
+    return None
+
+
+def extract_facts(
+    result_text: str, arguments: dict[str, Any] | None = None, now: datetime | None = None
+) -> list[Fact]:
+    """Every answer a question could have, read from one result (call_index -1 in the rule)."""
+    arg_values = {format_value(v).lower() for v in (arguments or {}).values() if _scalar(v)}
+    data = result_json(result_text)
+    if data is None:
+        t = result_text.strip()
+        if t and "\n" not in t and len(t) <= 150:
+            return [Fact(AnswerRule(kind="text"), t, "the whole reply", [], 0.3)]
+        return []
+    near_now, near_today = _now_anchored(data, now or datetime.now(UTC), timedelta(minutes=10))
+    facts: list[Fact] = []
+    if isinstance(data, list):
+        facts += _list_facts(data, [], "", arg_values, near_today, now_result=near_now)
+    elif isinstance(data, dict):
+        facts += _field_facts(data, [], "", [], arg_values, near_today, near_now)
+        counts = [
+            v
+            for k, v in data.items()
+            if _COUNT_KEY.search(k) and isinstance(v, int) and not isinstance(v, bool)
+        ]
+        for k, v in data.items():
+            if isinstance(v, dict):
+                facts += _field_facts(v, [k], f" in `{k}`", [], arg_values, near_today, near_now)
+            elif isinstance(v, list) and v:
+                complete = all(c == len(v) for c in counts)
+                facts += _list_facts(v, [k], f" in `{k}`", arg_values, near_today, complete, near_now)
+    for f in facts:
+        f.dated = f.dated or near_now
+    return facts

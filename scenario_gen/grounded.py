@@ -1,0 +1,312 @@
+"""Grounded tasks: a question whose answer was read out of real results.
+
+From each successful exploration chain, `extract_facts` lists answers the last result holds; a few are
+picked (spread over tools and kinds of fact), and the LLM only words a question for each. The wording
+is checked: it must name what makes the answer unique (the item, the city, the time asked about), must
+not give the answer away, and must not name a tool. Then `verify` re-runs the reference calls and
+applies the rule again, so every kept reference answer is known to follow from what the server says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, field_validator
+
+from mcp_rl.models.base import ChatModel, SamplingParams
+from mcp_rl.servers.tools import ToolSpec
+from scenario_gen import prompts
+from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
+from scenario_gen.facts import Fact, apply_rule, extract_facts, format_value
+from scenario_gen.llm_json import ask_items
+from scenario_gen.task import ReferenceCall, Task
+from scenario_gen.validate import leaked_names, strip_tool_mentions
+
+
+class QuestionItem(BaseModel):
+    question: str
+
+    @field_validator("question", mode="before")
+    @classmethod
+    def _strip(cls, v: Any) -> Any:
+        return v.strip().strip('"').strip() if isinstance(v, str) else v
+
+
+@dataclass
+class Candidate:
+    chain: list[Step]
+    fact: Fact
+    mentions: list[list[str]]
+
+
+def value_variants(value: Any) -> list[str]:
+    """Ways a user may write an argument value: 'Asia/Tokyo' -> Tokyo, '14:00' -> 2 pm, New_York -> New York."""
+    s = format_value(value)
+    out = [s]
+    if "/" in s:
+        out.append(s.rsplit("/", 1)[1])
+    m = re.fullmatch(r"(\d{1,2}):(\d{2})", s)
+    if m:
+        h, mm = int(m.group(1)), m.group(2)
+        h12 = h % 12 or 12
+        suffix = "am" if h < 12 else "pm"
+        out += [f"{h}:{mm}", f"{h12}:{mm} {suffix}", f"{h12}:{mm}{suffix}"]
+        if mm == "00":
+            out += [f"{h12} {suffix}", f"{h12}{suffix}", f"{h} o'clock"]
+    return list(dict.fromkeys(x.replace("_", " ") for x in out))
+
+
+# Words a question about a field uses. A weak writer sometimes asks for the name when the answer is the
+# price; requiring one of these words catches most of that.
+_ASKS = {
+    "price": ("price", "cost", "how much", "expensive", "cheap", "pay", "$"),
+    "stock": ("stock", "unit", "available", "left", "how many", "inventory", "quantity", "have"),
+    "rating": ("rating", "rated", "star", "score", "review"),
+    "count": ("how many", "number of", "count", "total"),
+    "total": ("how many", "number of", "count", "total"),
+    "matches": ("how many", "number of", "count", "match"),
+    "name": ("name", "called", "which", "what"),
+    "title": ("title", "name", "called", "which"),
+    "category": ("category", "kind", "type", "section", "which", "what"),
+    "datetime": ("time", "date", "when"),
+    "date": ("date", "day", "when"),
+    "day": ("day",),
+    "dst": ("daylight", "dst", "summer", "saving"),
+    "difference": ("difference", "ahead", "behind", "offset", "hours"),
+    "id": ("id", "identifier", "code", "number", "sku", "reference"),
+    "timezone": ("time zone", "timezone", "zone"),
+}
+_FILLER = {"is", "has", "the", "of", "num", "get", "current", "value", "item", "items"}
+_KIND_ASKS = {
+    "count": ("how many", "number of", "count", "total"),
+    "names": ("which", "what", "list", "name"),
+}
+
+
+def asked_words(fact: Fact) -> tuple[str, ...]:
+    """Words of which a question for this fact should use one (empty: anything goes)."""
+    rule = fact.rule
+    if rule.kind in _KIND_ASKS:
+        return _KIND_ASKS[rule.kind]
+    if rule.transform == "time_hhmm":
+        return ("time", "clock", "when", "hour", "o'clock")
+    if rule.transform == "date":
+        return ("date",)
+    key = next((p for p in reversed(rule.path) if isinstance(p, str)), "")
+    parts = [w for w in re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", key) if len(w) >= 2]
+    parts = [w.lower() for w in parts if w.lower() not in _FILLER] or [w.lower() for w in parts]
+    out: list[str] = []
+    for w in parts:
+        out += _ASKS.get(w, (w,))
+    return tuple(dict.fromkeys(out))
+
+
+_META = re.compile(
+    r"\b(step \d|data \d|the (last |previous |first )?result|json|the (tool|function)|field|assistant|"
+    r"looked up|lookups?)\b",
+    re.IGNORECASE,
+)
+
+
+def _norm(text: str) -> str:
+    return " " + re.sub(r"[\s_]+", " ", text.lower()) + " "
+
+
+def mentions_ok(question: str, groups: list[list[str]]) -> list[str]:
+    """The groups the question fails to mention (empty when all are there)."""
+    q = _norm(question)
+    return [g[0] for g in groups if g and not any(_norm(x).strip() in q for x in g)]
+
+
+def gives_answer_away(question: str, answer: str, mentions: list[list[str]]) -> bool:
+    a = answer.strip().lower()
+    if a in ("yes", "no") or len(a) < 2:
+        return False
+    if any(a == m.lower() for g in mentions for m in g):
+        return False
+    if len(a) >= 5 and any(c.isdigit() for c in a):
+        return a in question.lower()  # a date or an id inside a longer token still gives it away
+    return re.search(rf"(?<![\w.]){re.escape(a)}(?![\w])", question.lower()) is not None
+
+
+_LABELS = (
+    ("must mention", "did not name what it asks about"),
+    ("must ask for", "asked for something else"),
+    ("steps or results", "talked about the data, not as a user"),
+    ("own answer", "gave the answer away"),
+    ("names a tool", "named a tool"),
+    ("empty", "empty"),
+    ("unparseable", "unparseable reply"),
+    ("model call failed", "model error"),
+)
+
+
+def _problem_label(problems: list[str]) -> str:
+    for needle, label in _LABELS:
+        if any(needle in p for p in problems):
+            return label
+    return "no usable reply"
+
+
+def _signature(fact: Fact) -> str:
+    return (
+        fact.rule.kind
+        + ":"
+        + ".".join("*" if isinstance(p, dict) else str(p) for p in fact.rule.path)
+        + fact.rule.transform
+    )
+
+
+class GroundedWriter:
+    def __init__(
+        self,
+        model: ChatModel,
+        tools: list[ToolSpec],
+        *,
+        language: str = "en",
+        seed: int = 0,
+        concurrency: int = 4,
+    ) -> None:
+        self.model = model
+        self.tools = {t.name: t for t in tools}
+        self.language = language
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.sem = asyncio.Semaphore(concurrency)
+        self.problems: Counter[str] = Counter()
+
+    def _mentions(self, explore: ExploreResult, step: Step, fact: Fact) -> list[list[str]]:
+        groups = [list(g) for g in fact.mentions]
+        for k, v in step.arguments.items():
+            if isinstance(v, bool) or not isinstance(v, str | int | float):
+                continue
+            group = value_variants(v)
+            # an id found in an earlier result may be named by what it identifies instead
+            for seen in explore.pool.candidates(k) + explore.pool.by_key.get("id", []):
+                if seen.value == v and seen.context_name and seen.step in step.sources:
+                    group.append(seen.context_name)
+            group = list(dict.fromkeys(group))
+            if group not in groups:
+                groups.append(group)
+        return groups
+
+    def candidates(self, explore: ExploreResult, want: int) -> list[Candidate]:
+        """Up to `want` facts to ask about, spread over tools, fields and chains."""
+        per_tool: dict[str, list[Candidate]] = {}
+        for step in explore.steps:
+            if not step.ok or step.wrote:
+                continue
+            chain = explore.chain(step)
+            for fact in extract_facts(step.result_text, step.arguments):
+                per_tool.setdefault(step.tool, []).append(
+                    Candidate(chain, fact, self._mentions(explore, step, fact))
+                )
+        used: Counter[str] = Counter()
+        picked: list[Candidate] = []
+        pools = {t: list(c) for t, c in per_tool.items()}
+        while len(picked) < want and any(pools.values()):
+            for tool in sorted(pools, key=lambda t: self.rng.random()):
+                options = pools[tool]
+                if not options or len(picked) >= want:
+                    continue
+                # prefer facts of a kind not asked yet, and longer chains
+                weights = [
+                    c.fact.weight * len(c.chain) / (1 + 2 * used[tool + _signature(c.fact)]) for c in options
+                ]
+                choice = self.rng.choices(range(len(options)), weights)[0]
+                c = options.pop(choice)
+                used[tool + _signature(c.fact)] += 1
+                picked.append(c)
+        return picked
+
+    def _difficulty(self, c: Candidate) -> int:
+        d = len(c.chain)
+        if any(isinstance(p, dict) for p in c.fact.rule.path) or c.fact.rule.kind in ("count", "names"):
+            d += 1
+        return max(1, min(5, d))
+
+    async def write(self, c: Candidate) -> Task | None:
+        """The grounded task for one candidate, or None (the reason counted in `problems`)."""
+        last = c.chain[-1]
+        calls = [(self.tools.get(s.tool), s.arguments, s.result_text) for s in c.chain]
+        messages = prompts.grounded_question(calls, c.fact.answer, c.fact.what, c.mentions, self.language)
+        names = list(self.tools)
+
+        def accept(item: QuestionItem) -> str | None:
+            q = strip_tool_mentions(item.question, leaked_names(item.question, names))
+            if len(q) < 10:
+                return "the question is empty"
+            if leaked_names(q, names):
+                return "the question names a tool"
+            if missing := mentions_ok(q, c.mentions):
+                return "the question must mention " + " and ".join(repr(m) for m in missing)
+            if gives_answer_away(q, c.fact.answer, c.mentions):
+                return "the question contains its own answer"
+            if _META.search(q):
+                return "the question talks about steps or results (data, lookups, an assistant); ask as a user would"
+            words = asked_words(c.fact)
+            if words and not any(w in q.lower() for w in words):
+                return f"the question must ask for {c.fact.what} (use a word like {words[0]!r})"
+            item.question = q
+            return None
+
+        async with self.sem:
+            got = await ask_items(
+                self.model, messages, QuestionItem, want=1, attempts=3, accept=accept,
+                keys=("questions", "items"),
+                sampling=SamplingParams(temperature=0.5, max_new_tokens=120, seed=self.seed + last.index),
+                format_hint='Form: {"question": "..."}',
+            )  # fmt: skip
+        if not got.items:
+            self.problems[f"question rejected ({_problem_label(got.problems)})"] += 1
+            return None
+        question = got.items[0].question
+        rule = c.fact.rule.model_copy(update={"call_index": len(c.chain) - 1})
+        ref_calls = [
+            ReferenceCall(tool=s.tool, arguments=s.arguments, result_text=s.result_text) for s in c.chain
+        ]
+        key = repr([(r.tool, sorted(r.arguments.items())) for r in ref_calls]) + repr(rule.model_dump())
+        return Task(
+            id="g-" + hashlib.sha1(key.encode()).hexdigest()[:12],
+            text=question,
+            difficulty=self._difficulty(c),
+            source="grounded",
+            tools_expected=list(dict.fromkeys(s.tool for s in c.chain)),
+            reference_calls=ref_calls,
+            reference_answer=c.fact.answer,
+            answer_rule=rule,
+            answer_depends_on_state=c.fact.dated,
+            language=self.language,
+            notes={"answer_is": c.fact.what, "needs_reset": any(s.wrote for s in c.chain)},
+        )
+
+
+class VerifyOutcome(BaseModel):
+    status: str
+    """stable: same answer on re-run; changed: a different answer now (time/state); failed: no answer."""
+    fresh_answer: str | None = None
+    detail: str = ""
+
+
+async def verify(session: ExplorableSession, task: Task) -> VerifyOutcome:
+    """Re-run a grounded task's reference calls and check the answer still follows from the results."""
+    if task.answer_rule is None or not task.reference_calls:
+        return VerifyOutcome(status="failed", detail="no reference calls or rule")
+    if task.notes.get("needs_reset"):
+        await session.reset()
+    texts: list[str] = []
+    for call in task.reference_calls:
+        r = await session.call(call.tool, call.arguments)
+        if not r.ok:
+            return VerifyOutcome(status="failed", detail=f"{call.tool} -> {r.status.value}: {r.text[:120]}")
+        texts.append(r.text)
+    fresh = apply_rule(task.answer_rule, texts)
+    if fresh is None:
+        return VerifyOutcome(status="failed", detail="the answer rule no longer applies to the results")
+    return VerifyOutcome(status="stable" if fresh == task.reference_answer else "changed", fresh_answer=fresh)

@@ -1,0 +1,324 @@
+"""From a live server and a task-writing model to a validated, split task set.
+
+    tasks, report = await generate_tasks(session, model, GenerateConfig(n=100, seed=0))
+
+Order of work: explore the server (real calls), write grounded questions about what came back and
+re-run their calls to check the answers, then fill the rest with written tasks; every candidate is
+validated and de-duplicated against everything kept so far; then an optional solvability pass, the
+split and provenance. Grounded tasks come first in the set: they are the ones a weak judge can grade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mcp_rl.models.base import ChatModel
+from scenario_gen import prompts
+from scenario_gen.dedup import Similarity, default_similarity
+from scenario_gen.explorer import ExplorableSession, Explorer
+from scenario_gen.grounded import GroundedWriter, verify
+from scenario_gen.llm_json import ask_items
+from scenario_gen.report import GenReport, count_problems
+from scenario_gen.split import split_tasks
+from scenario_gen.task import Provenance, Task
+from scenario_gen.validate import Verdict, check_task, drop_near_duplicates, leaked_names, strip_tool_mentions
+from scenario_gen.writer import TaskWriter, WrittenItem, task_id
+
+ProgressFn = Callable[[str, GenReport], None]
+SolvabilityFn = Callable[[list[Task]], Awaitable[list[Task]]]
+"""Takes the kept tasks, returns those to keep (with `notes` marks); see `scenario_gen.solvability`."""
+
+
+class GenerateConfig(BaseModel):
+    n: int = Field(default=100, ge=1)
+    grounded_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    """The share of grounded tasks aimed at (written tasks fill whatever grounding cannot)."""
+    language: str = "en"
+    instructions: str = ""
+    seed: int = 0
+    val_fraction: float = Field(default=0.2, ge=0.0, lt=1.0)
+    allow_destructive: bool = False
+    explore_calls: int = Field(default=60, ge=0)
+    batch_size: int = Field(default=5, ge=1, le=20)
+    max_rounds: int | None = None
+    """Writer batches before giving up; default scales with n."""
+    concurrency: int = Field(default=4, ge=1)
+    verify_grounded: bool = True
+
+
+async def _resources(session: Any) -> list[str]:
+    try:
+        items = await session.list_resources()
+    except Exception:
+        return []
+    return [
+        f"{getattr(r, 'uri', '')} ({getattr(r, 'description', '') or getattr(r, 'name', '')})" for r in items
+    ][:10]
+
+
+class _Run:
+    def __init__(
+        self,
+        session: ExplorableSession,
+        model: ChatModel,
+        config: GenerateConfig,
+        progress: ProgressFn | None,
+        similarity: Similarity,
+    ) -> None:
+        self.session = session
+        self.model = _Counted(model)
+        self.cfg = config
+        self.progress = progress or (lambda msg, report: None)
+        self.similarity = similarity
+        self.report = GenReport(requested=config.n, similarity=similarity.name)
+        self.tool_names = [t.name for t in session.tools]
+        self.kept: list[Task] = []
+        self._gw: GroundedWriter | None = None
+        self._queue: list[Any] = []
+        self._reserve: list[Task] = []
+
+    def _say(self, msg: str) -> None:
+        self.report.llm_calls = self.model.calls
+        self.progress(msg, self.report)
+
+    def _admit(self, candidates: list[Task]) -> list[Task]:
+        """Validate candidates and keep those that are not near-duplicates of anything kept."""
+        verdict = Verdict()
+        fresh: list[Task] = []
+        for t in candidates:
+            reason = check_task(t, self.tool_names, self.cfg.language)
+            if reason:
+                verdict.drop(reason, t.text)
+            else:
+                fresh.append(t)
+        survivors = drop_near_duplicates(self.kept + fresh, verdict, self.similarity)
+        known = {t.id for t in self.kept}
+        added = [t for t in survivors if t.id not in known]
+        self.kept = survivors
+        for reason, n in verdict.dropped.items():
+            self.report.drop(reason, n, (verdict.examples.get(reason) or [None])[0])
+        self.report.kept = len(self.kept)
+        return added
+
+    async def explore(self) -> Any:
+        t0 = time.monotonic()
+        self._say("exploring the server")
+
+        def on_step(step: Any, stats: Any) -> None:
+            self.report.exploration = stats
+            self._say(f"exploring: {step.tool} -> {step.status.value}")
+
+        explorer = Explorer(
+            self.session, model=self.model, allow_destructive=self.cfg.allow_destructive,
+            max_calls=self.cfg.explore_calls, seed=self.cfg.seed, on_step=on_step,
+        )  # fmt: skip
+        result = await explorer.run()
+        self.report.exploration = result.stats
+        self.report.timings["explore"] = time.monotonic() - t0
+        return result
+
+    async def _write_grounded(self, page: list[Any]) -> list[Task]:
+        """Questions for a page of candidates, each checked by re-running its reference calls."""
+        assert self._gw is not None
+        self._say(f"writing {len(page)} grounded questions")
+        written = await asyncio.gather(*(self._gw.write(c) for c in page))
+        self.report.candidates_grounded += len(page)
+        checked = []
+        for t in written:
+            if t is None:
+                continue
+            if self.cfg.verify_grounded:
+                outcome = await verify(self.session, t)
+                v = self.report.verification
+                v[outcome.status] = v.get(outcome.status, 0) + 1
+                if outcome.status == "failed":
+                    self.report.drop(
+                        "reference did not check out on re-run", example=f"{t.text} ({outcome.detail})"
+                    )
+                    continue
+                t.notes["verified"] = outcome.status
+                if outcome.status == "changed":
+                    # the server answered differently a moment later: grading must re-run the calls
+                    t.answer_depends_on_state = True
+            checked.append(t)
+        return checked
+
+    async def grounded(self, explore: Any, want: int) -> None:
+        """Keep up to `want` more grounded tasks. Verified tasks beyond that wait in a reserve (room is
+        left for written tasks, which cover what exploration cannot); a later call uses them first."""
+        t0 = time.monotonic()
+        if self._gw is None:
+            self._gw = GroundedWriter(
+                self.model, self.session.tools, language=self.cfg.language, seed=self.cfg.seed,
+                concurrency=self.cfg.concurrency,
+            )  # fmt: skip
+            self._queue = self._gw.candidates(explore, self.cfg.n * 4 + 4)
+        have = 0
+        reserve, self._reserve = self._reserve, []
+        while have < want and (reserve or self._queue):
+            if reserve:
+                checked, reserve = reserve, []
+            else:
+                size = math.ceil((want - have) * 1.5) + 1
+                page, self._queue = self._queue[:size], self._queue[size:]
+                checked = await self._write_grounded(page)
+            added = self._admit(checked)
+            if have + len(added) > want:
+                extra = added[want - have :]
+                ids = {t.id for t in extra}
+                self.kept = [t for t in self.kept if t.id not in ids]
+                self._reserve += extra
+                added = added[: want - have]
+            have += len(added)
+            self.report.kept = len(self.kept)
+            self._say(f"grounded: {have} kept")
+        self._reserve += reserve
+        self.report.timings["grounded"] = self.report.timings.get("grounded", 0.0) + time.monotonic() - t0
+
+    def finish(self) -> None:
+        if self._gw is not None:
+            for reason, n in self._gw.problems.items():
+                self.report.drop(reason, n)
+
+    async def _fix_leak(self, task: Task) -> Task | None:
+        names = leaked_names(task.text, self.tool_names)
+        if not names:
+            return task
+        text = strip_tool_mentions(task.text, names)
+        if leaked_names(text, self.tool_names):
+            got = await ask_items(
+                self.model,
+                prompts.rewrite_without_names(text, names, self.cfg.language),
+                WrittenItem,
+                attempts=2,
+            )
+            text = got.items[0].task if got.items else text
+        if leaked_names(text, self.tool_names):
+            self.report.drop("names a tool", example=task.text)
+            return None
+        self.report.rewritten += 1
+        return task.model_copy(update={"text": text, "id": task_id(text)})
+
+    async def written(self, known_values: dict[str, list[str]]) -> None:
+        t0 = time.monotonic()
+        writer = TaskWriter(
+            self.model, self.session.tools, instructions=self.cfg.instructions,
+            server_instructions=getattr(self.session, "instructions", None) or "",
+            resources=await _resources(self.session), known_values=known_values,
+            language=self.cfg.language, seed=self.cfg.seed, batch_size=self.cfg.batch_size,
+        )  # fmt: skip
+        for t in self.kept:
+            writer.coverage.update(t.tools_expected)
+        max_rounds = self.cfg.max_rounds or (math.ceil(self.cfg.n / self.cfg.batch_size) + 4)
+        empty_in_a_row = 0
+        for _ in range(max_rounds):
+            need = self.cfg.n - len(self.kept)
+            if need <= 0:
+                break
+            # several batches at once (a local model batches concurrent requests), each a little
+            # larger than its share: validation and de-duplication always drop some
+            sizes = _batch_sizes(need + 1 + need // 4, self.cfg.batch_size, self.cfg.concurrency)
+            self._say(f"writing tasks ({need} to go)")
+            batches = await asyncio.gather(*(writer.write(k) for k in sizes))
+            batch = [t for b in batches for t in b]
+            self.report.candidates_written += len(batch)
+            if len(batch) < sum(sizes):
+                self.report.drop("writer returned too few", sum(sizes) - len(batch))
+            fixed = [t for t in [await self._fix_leak(t) for t in batch] if t is not None]
+            added = self._admit(fixed)
+            empty_in_a_row = 0 if added else empty_in_a_row + 1
+            self._say(f"written: {len(added)} kept of {len(batch)}")
+            if empty_in_a_row >= 3:
+                self.report.warnings.append(
+                    "the writer produced nothing usable 3 rounds in a row; stopped early"
+                )
+                break
+        self.report.llm_problems = count_problems(writer.stats.problems)
+        self.report.timings["written"] = time.monotonic() - t0
+
+
+def _batch_sizes(total: int, batch: int, concurrency: int) -> list[int]:
+    """Split `total` into at most `concurrency` batches of at most `batch`."""
+    sizes: list[int] = []
+    while total > 0 and len(sizes) < concurrency:
+        sizes.append(min(batch, total))
+        total -= sizes[-1]
+    return sizes
+
+
+class _Counted:
+    """The model, with its calls counted for the report."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.model = model
+        self.name = getattr(model, "name", "")
+        self.calls = 0
+
+    async def chat(self, messages: Any, tools: Any = None, n: int = 1, sampling: Any = None) -> Any:
+        self.calls += 1
+        return await self.model.chat(messages, tools=tools, n=n, sampling=sampling)
+
+
+def _trim(tasks: list[Task], n: int, grounded_share: float) -> list[Task]:
+    """At most n tasks, keeping about the asked share of grounded ones."""
+    if len(tasks) <= n:
+        return tasks
+    grounded = [t for t in tasks if t.source == "grounded"]
+    written = [t for t in tasks if t.source == "written"]
+    g = min(len(grounded), max(math.ceil(n * grounded_share), n - len(written)))
+    return grounded[:g] + written[: n - g]
+
+
+async def generate_tasks(
+    session: ExplorableSession,
+    model: ChatModel,
+    config: GenerateConfig | None = None,
+    *,
+    progress: ProgressFn | None = None,
+    similarity: Similarity | None = None,
+    solvability: SolvabilityFn | None = None,
+) -> tuple[list[Task], GenReport]:
+    cfg = config or GenerateConfig()
+    run = _Run(session, model, cfg, progress, similarity or default_similarity())
+    t0 = time.monotonic()
+    explore = await run.explore()
+    want_grounded = math.ceil(cfg.n * cfg.grounded_share)
+    if want_grounded:
+        await run.grounded(explore, want_grounded)
+    await run.written(explore.pool.sample_names(10))
+    if len(run.kept) < cfg.n and want_grounded:
+        # the writer fell short: more grounded tasks, if exploration found enough to ask about
+        await run.grounded(explore, cfg.n - len(run.kept))
+    run.finish()
+    tasks = _trim(run.kept, cfg.n, cfg.grounded_share)
+    if solvability is not None and tasks:
+        t1 = time.monotonic()
+        run._say("solvability pass")
+        before = len(tasks)
+        tasks = await solvability(tasks)
+        if before > len(tasks):
+            run.report.drop("no attempt solved it", before - len(tasks))
+        run.report.timings["solvability"] = time.monotonic() - t1
+    prov = Provenance(
+        generator=getattr(model, "name", ""),
+        seed=cfg.seed,
+        server_name=getattr(session, "server_name", "") or "",
+        server_version=getattr(session, "server_version", "") or "",
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    tasks = split_tasks(
+        [t.model_copy(update={"provenance": prov}) for t in tasks], cfg.val_fraction, cfg.seed
+    )
+    run.report.summarize(tasks, run.tool_names)
+    if len(tasks) < cfg.n:
+        run.report.warnings.append(f"only {len(tasks)} of the {cfg.n} tasks asked could be made")
+    run.report.llm_calls = run.model.calls
+    run.report.timings["total"] = time.monotonic() - t0
+    return tasks, run.report

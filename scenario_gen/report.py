@@ -1,0 +1,128 @@
+"""What a generation run produced and lost: counts, coverage, difficulty, drops and why."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.table import Table
+
+from scenario_gen.explorer import ExploreStats
+from scenario_gen.task import Task
+
+
+class GenReport(BaseModel):
+    requested: int = 0
+    kept: int = 0
+    grounded: int = 0
+    written: int = 0
+    train: int = 0
+    val: int = 0
+    state_dependent: int = 0
+    candidates_written: int = 0
+    candidates_grounded: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)
+    drop_examples: dict[str, list[str]] = Field(default_factory=dict)
+    rewritten: int = 0
+    """Tasks that named a tool and were rewritten instead of dropped."""
+    verification: dict[str, int] = Field(default_factory=dict)
+    """Grounded tasks re-run before keeping: stable / changed (time or state) / failed."""
+    coverage: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """tool -> {"written": n, "grounded": n}"""
+    uncovered_tools: list[str] = Field(default_factory=list)
+    difficulty: dict[int, int] = Field(default_factory=dict)
+    exploration: ExploreStats = Field(default_factory=ExploreStats)
+    llm_calls: int = 0
+    llm_problems: dict[str, int] = Field(default_factory=dict)
+    similarity: str = ""
+    timings: dict[str, float] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+
+    def drop(self, reason: str, n: int = 1, example: str | None = None) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + n
+        if example:
+            ex = self.drop_examples.setdefault(reason, [])
+            if len(ex) < 3:
+                ex.append(example[:160])
+
+    def summarize(self, tasks: list[Task], tool_names: list[str]) -> None:
+        self.kept = len(tasks)
+        self.grounded = sum(t.source == "grounded" for t in tasks)
+        self.written = self.kept - self.grounded
+        self.train = sum(t.split == "train" for t in tasks)
+        self.val = self.kept - self.train
+        self.state_dependent = sum(t.answer_depends_on_state for t in tasks)
+        cov: dict[str, Counter[str]] = {n: Counter() for n in tool_names}
+        for t in tasks:
+            for name in t.tools_expected:
+                cov.setdefault(name, Counter())[t.source] += 1
+        self.coverage = {n: {"written": c["written"], "grounded": c["grounded"]} for n, c in cov.items()}
+        self.uncovered_tools = [n for n in tool_names if not sum(cov[n].values())]
+        self.difficulty = dict(sorted(Counter(t.difficulty for t in tasks).items()))
+
+
+def _problem_kind(problem: str) -> str:
+    return problem.split(":")[0][:60]
+
+
+def count_problems(problems: list[str]) -> dict[str, int]:
+    return dict(Counter(_problem_kind(p) for p in problems).most_common(8))
+
+
+def render(report: GenReport, console: Console) -> None:
+    r = report
+    head = Table(title="Task set", show_header=False, box=None, pad_edge=False)
+    head.add_row("kept", f"{r.kept} of {r.requested} asked ({r.grounded} grounded, {r.written} written)")
+    head.add_row("split", f"{r.train} train / {r.val} val")
+    if r.grounded:
+        v = r.verification
+        head.add_row(
+            "grounded re-run",
+            f"{v.get('stable', 0)} same answer, {v.get('changed', 0)} changed (time/state), "
+            f"{v.get('failed', 0)} failed (dropped); {r.state_dependent} graded by re-running calls",
+        )
+    e = r.exploration
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(e.statuses.items()))
+    head.add_row("exploration", f"{e.calls} calls ({statuses or 'none'}); restarts {e.restarts}")
+    if e.aborted:
+        head.add_row("[red]exploration stopped[/]", e.aborted)
+    head.add_row("LLM", f"{r.llm_calls} calls" + (f"; problems: {r.llm_problems}" if r.llm_problems else ""))
+    head.add_row("near-duplicates by", r.similarity or "-")
+    if r.rewritten:
+        head.add_row("rewritten", f"{r.rewritten} tasks named a tool and were reworded")
+    if r.timings:
+        head.add_row("time", ", ".join(f"{k} {v:.0f}s" for k, v in r.timings.items()))
+    console.print(head)
+
+    cov = Table(title="Tool coverage")
+    cov.add_column("tool")
+    cov.add_column("written", justify="right")
+    cov.add_column("grounded", justify="right")
+    for name, c in r.coverage.items():
+        style = "red" if name in r.uncovered_tools else None
+        cov.add_row(name, str(c["written"]), str(c["grounded"]), style=style)
+    console.print(cov)
+
+    hist = Table(title="Difficulty")
+    hist.add_column("level", justify="right")
+    hist.add_column("tasks", justify="right")
+    hist.add_column("")
+    top = max(r.difficulty.values(), default=1)
+    for level in range(1, 6):
+        n = r.difficulty.get(level, 0)
+        hist.add_row(str(level), str(n), "█" * round(20 * n / top) if n else "")
+    console.print(hist)
+
+    if r.dropped:
+        drops = Table(title="Dropped")
+        drops.add_column("reason")
+        drops.add_column("n", justify="right")
+        drops.add_column("e.g.")
+        for reason, n in sorted(r.dropped.items(), key=lambda kv: -kv[1]):
+            drops.add_row(reason, str(n), (r.drop_examples.get(reason) or [""])[0])
+        console.print(drops)
+    if e.skipped_tools:
+        console.print("Not explored: " + "; ".join(f"{k} ({v})" for k, v in e.skipped_tools.items()))
+    for w in r.warnings:
+        console.print(f"[yellow]warning:[/] {w}")

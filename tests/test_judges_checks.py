@@ -1,0 +1,177 @@
+"""Deterministic checks on grounded tasks: answer matching, call rates, expected tools, and re-grading
+against the live example server when the world has changed."""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+import pytest
+
+from judges import answer_matches, refresh_reference, run_checks
+from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
+from mcp_rl.servers.results import CallStatus, ToolResult
+from mcp_rl.trajectory import ToolCallRecord, Trajectory
+from scenario_gen.task import ReferenceCall, Task
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "correct"),
+    [
+        ("There are 42 widgets in stock.", "42", True),
+        ("There are 41 widgets.", "42", False),
+        ("It costs $1,234.00.", "1234", True),
+        ("It costs 1234.004 dollars", "1234", True),  # within tolerance
+        ("It costs 1300", "1234", False),
+        ("We have 6 in stock at $482.99 each.", "6 in stock; 482.99 USD", True),
+        ("We have 6 in stock.", "6 in stock; 482.99 USD", False),  # an expected item is missing
+        ("Summit Dome 4P Tent and Camp Kettle 1L", "Summit Dome 4P Tent; Camp Kettle 1L", True),
+        ("The Summit Dome 4P Tent", "Summit Dome 4P Tent; Camp Kettle 1L", False),
+        ("the firefly tent light!", "Firefly Tent Light", True),
+        ("Beacon 400 Headlamp", "Firefly Tent Light", False),
+        ('["a", "b"]', '["B", "A"]', True),
+        ("No, it is out of stock.", "no", True),
+        ("Yes it is", "no", False),
+        ("Yes and no", "yes", False),
+        ("", "42", False),
+        (None, "42", False),
+        ("Stock went from -3 to 5", "-3", True),
+        ("Item SKU-104 has 7", "SKU-104: 7", True),
+    ],
+)
+def test_answer_matches(answer, reference, correct):
+    assert answer_matches(answer, reference).correct is correct
+
+
+def test_answer_match_reports_missing_items():
+    m = answer_matches("Only the tent", "Summit Dome 4P Tent; Camp Kettle 1L")
+    assert m.how == "items" and m.missing == ["Summit Dome 4P Tent", "Camp Kettle 1L"]
+
+
+def call(name, ok=True, valid=True, args=None):
+    status = CallStatus.OK if ok and valid else (CallStatus.INVALID if not valid else CallStatus.TOOL_ERROR)
+    return ToolCallRecord(
+        turn=1, name=name, arguments={} if args is None else args, valid=valid, status=status
+    )
+
+
+TASK = Task(
+    id="t",
+    text="How many Basecamp tents, and the price?",
+    source="grounded",
+    tools_expected=["search_items", "get_item"],
+    reference_answer="6; 482.99",
+)
+
+
+def test_checks_rates_expected_tools_and_answer():
+    calls = [
+        call("search_items"),
+        call("get_item", ok=False),
+        call("filter_items", valid=False),
+        ToolCallRecord(turn=2, name="", arguments=None, valid=False, status=CallStatus.INVALID),
+    ]
+    t = Trajectory(id="x", task_id="t", tool_calls=calls, final_answer="6 tents at $482.99")
+    c = run_checks(t, TASK)
+    assert c.n_calls == 4
+    assert c.parse_rate == 0.75 and c.schema_valid_rate == 0.5 and c.no_error_rate == 0.25
+    assert c.answered and c.answer_correct is True
+    assert c.expected_tools_used == 1.0  # get_item was sent (valid), even though the tool then failed
+
+
+def test_checks_without_calls_or_reference():
+    t = Trajectory(id="x", task_id="t", final_answer=None)
+    c = run_checks(t, Task(id="t", text="hi"))
+    assert c.n_calls == 0 and c.parse_rate is None and not c.answered and c.answer_correct is None
+    assert c.components() == {"answered": 0.0}
+    c2 = run_checks(Trajectory(id="y", task_id="t", final_answer="7; 482.99"), TASK)
+    assert c2.answer_correct is False and c2.expected_tools_used == 0.0
+    # A fresh reference overrides the stored one.
+    assert run_checks(
+        Trajectory(id="y", task_id="t", final_answer="7; 482.99"), TASK, "7; 482.99"
+    ).answer_correct
+
+
+def test_refresh_reference_with_a_fake_caller_sync_and_async():
+    task = Task(
+        id="s",
+        text="How many left?",
+        source="grounded",
+        answer_depends_on_state=True,
+        reference_calls=[
+            ReferenceCall(tool="get", arguments={"id": 1}, result_text='{"stock": 6, "price": 9.5}')
+        ],
+        reference_answer="6 left",
+    )
+    same = anyio.run(
+        refresh_reference,
+        task,
+        lambda n, a: ToolResult(status=CallStatus.OK, text='{"stock": 6, "price": 9.5}'),
+    )
+    assert same.reference_answer == "6 left" and not same.changed
+
+    async def moved(name, args):
+        return ToolResult(status=CallStatus.OK, text='{"stock": 2, "price": 9.5}')
+
+    fresh = anyio.run(refresh_reference, task, moved)
+    assert fresh.changed and not fresh.stale and fresh.reference_answer == "2 left"
+
+    gone = anyio.run(
+        refresh_reference, task, lambda n, a: ToolResult(status=CallStatus.TOOL_ERROR, text="no such id")
+    )
+    assert gone.stale and gone.reference_answer is None and "now fails" in gone.reason
+
+    added = anyio.run(
+        refresh_reference,
+        task,
+        lambda n, a: ToolResult(status=CallStatus.OK, text='{"stock": 6, "price": 9.5, "x": 1}'),
+    )
+    assert added.changed and not added.stale and added.reference_answer == "6 left"
+    renamed = anyio.run(
+        refresh_reference,
+        task,
+        lambda n, a: ToolResult(status=CallStatus.OK, text='{"units": 6, "price": 9.5}'),
+    )
+    assert renamed.stale and renamed.reference_answer is None
+
+    text_task = task.model_copy(
+        update={"reference_calls": [ReferenceCall(tool="get", result_text="Stock of A is 6 (price 9.5).")]}
+    )
+    carried = anyio.run(
+        refresh_reference,
+        text_task,
+        lambda n, a: ToolResult(status=CallStatus.OK, text="Stock of A is 11 (price 9.5)."),
+    )
+    assert carried.reference_answer == "11 left"
+
+
+def test_refresh_reference_against_the_live_inventory_server():
+    """Grade against the world as it is now: stock moves on the real server, the reference follows."""
+
+    async def main():
+        spec = ServerSpec.parse(f"{sys.executable} -m examples.servers.inventory --transport stdio --seed 0")
+        async with ServerSession(spec, policy=ToolPolicy()) as s:
+            rc = ReferenceCall(tool="get_item", arguments={"item_id": "ITM-003"})
+            rc.result_text = (await s.call(rc.tool, rc.arguments)).text
+            task = Task(
+                id="inv",
+                text="How many Basecamp 6P Cabin Tents are in stock, and at what price?",
+                source="grounded",
+                answer_depends_on_state=True,
+                reference_calls=[rc],
+                reference_answer="6 in stock; 482.99 USD",
+            )
+            unchanged = await refresh_reference(task, s.call)
+            assert (await s.call("update_stock", {"item_id": "ITM-003", "delta": 4})).ok
+            after_restock = await refresh_reference(task, s.call)
+            assert (await s.call("set_price", {"item_id": "ITM-003", "price": 450.0})).ok
+            after_price = await refresh_reference(task, s.call)
+            return unchanged, after_restock, after_price
+
+    unchanged, after_restock, after_price = anyio.run(main)
+    assert unchanged.reference_answer == "6 in stock; 482.99 USD" and not unchanged.changed
+    assert after_restock.reference_answer == "10 in stock; 482.99 USD"
+    assert after_price.reference_answer == "10 in stock; 450 USD"
+    t = Trajectory(id="x", task_id="inv", final_answer="We have 10 of them at $450.00 each.")
+    assert run_checks(t, None, after_price.reference_answer).answer_correct
+    assert not run_checks(t, None, "6 in stock; 482.99 USD").answer_correct

@@ -1,0 +1,163 @@
+"""Reward combination and gates, success with its interval, and the judge pipeline end to end
+(with the fake scripted judge where a judge is needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from judges import (
+    CheckResult,
+    JudgeConfig,
+    RewardConfig,
+    RewardWeights,
+    Ruler,
+    combine,
+    decide_success,
+    judge_trajectories,
+    judge_verdict,
+    run_checks,
+    success_rate,
+    wilson_interval,
+)
+from judges.fakes import FakeScriptedJudge
+from judges.regrade import FreshReference
+from mcp_rl.trajectory import load_trajectories
+from scenario_gen.task import Task
+
+DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
+
+
+def load_set():
+    tasks = {
+        t.id: t for t in (Task.model_validate_json(line) for line in (DATA / "judge_tasks.jsonl").open())
+    }
+    return load_trajectories(DATA / "judge_labeled.jsonl"), tasks
+
+
+def test_combine_weighted_mean_over_components_that_apply():
+    c = CheckResult(n_calls=2, parse_rate=1.0, schema_valid_rate=1.0, no_error_rate=0.5, answered=True)
+    comps = combine(c, 0.6)
+    # ruler 1.0*0.6 + schema 0.25*1 + no_error 0.1*0.5 over weights 1.35
+    assert comps["reward"] == pytest.approx((0.6 + 0.25 + 0.05) / 1.35)
+    assert comps["gate"] == 1.0 and comps["ruler"] == 0.6 and comps["parse_rate"] == 1.0
+    only_ruler = combine(
+        CheckResult(answered=True), 0.3, RewardConfig(weights=RewardWeights(schema_valid_rate=0))
+    )
+    assert only_ruler["reward"] == pytest.approx(0.3)
+
+
+def test_gates_no_answer_and_wrong_answer():
+    no_answer = combine(CheckResult(n_calls=1, parse_rate=1, schema_valid_rate=1, no_error_rate=1), 1.0)
+    assert no_answer["gate"] == 0.25 and no_answer["reward"] == pytest.approx(0.25)
+    wrong = combine(CheckResult(answered=True, answer_correct=False), 1.0, RewardConfig(wrong_answer_cap=0.3))
+    assert wrong["reward"] == pytest.approx(0.3)  # the judge's 1.0 is capped by the reference check
+    zero = combine(CheckResult(answered=False), None, RewardConfig(no_answer_factor=0.0))
+    assert zero["reward"] == 0.0
+
+
+def test_checks_alone_rank_the_labeled_set_sensibly():
+    trajs, tasks = load_set()
+    rewards = {t.id: combine(run_checks(t, tasks[t.task_id]), None)["reward"] for t in trajs}
+    # Every trajectory labeled a success beats every one labeled a failure of the same task.
+    for t in trajs:
+        for u in trajs:
+            if t.task_id == u.task_id and t.metadata["label_success"] and not u.metadata["label_success"]:
+                assert rewards[t.id] > rewards[u.id], (t.id, u.id)
+
+
+def test_reference_success_on_the_labeled_set_matches_labels():
+    trajs, tasks = load_set()
+
+    async def all_success():
+        return [await decide_success(t, tasks[t.task_id]) for t in trajs]
+
+    results = anyio.run(all_success)
+    assert all(r.method == "reference" for r in results)
+    assert [r.success for r in results] == [t.metadata["label_success"] for t in trajs]
+
+
+def test_wilson_interval_known_values():
+    lo, hi = wilson_interval(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(0.2775, abs=1e-3)
+    lo, hi = wilson_interval(5, 10)
+    assert lo == pytest.approx(0.2366, abs=1e-3) and hi == pytest.approx(0.7634, abs=1e-3)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson_interval(11, 10)
+    rate = success_rate([True, False, None, True])
+    assert (rate.successes, rate.n, rate.unknown) == (2, 3, 1) and "2/3" in str(rate)
+
+
+def test_judge_verdict_parses_and_repairs():
+    trajs, _ = load_set()
+    t = trajs[0]
+    judge = FakeScriptedJudge(["definitely a success", '{"explanation": "right", "success": "yes"}'])
+    v = anyio.run(judge_verdict, judge, t, None)
+    assert v.success is True and v.explanation == "right" and len(judge.calls) == 2
+    assert "true or false" in judge.calls[1][-1]["content"]
+    broken = anyio.run(judge_verdict, FakeScriptedJudge([RuntimeError("down")]), t, None)
+    assert broken.success is None and "RuntimeError: down" in broken.reason
+
+
+def test_success_falls_back_to_judge_then_unknown():
+    trajs, _ = load_set()
+    ungrounded = Task(id="task-A", text=trajs[0].task_text)
+
+    async def go():
+        by_judge = await decide_success(trajs[0], ungrounded, FakeScriptedJudge(['{"success": false}']))
+        unknown = await decide_success(trajs[0], ungrounded, None)
+        return by_judge, unknown
+
+    by_judge, unknown = anyio.run(go)
+    assert by_judge.method == "judge" and by_judge.success is False
+    assert unknown.method == "unknown" and unknown.success is None
+
+
+def test_pipeline_stores_components_and_reports_unscored_groups():
+    trajs, tasks = load_set()
+
+    def judge_fn(messages):
+        user = messages[1]["content"]
+        if "Basecamp" in user:  # group A: the judge keeps failing
+            return "I cannot decide."
+        n = user.count("\n### t")
+        return json.dumps(
+            {"scores": [{"id": f"t{i}", "explanation": f"e{i}", "score": 0.5} for i in range(1, n + 1)]}
+        )
+
+    judge = FakeScriptedJudge([judge_fn])
+    report = anyio.run(judge_trajectories, trajs, tasks, Ruler(judge, JudgeConfig(max_retries=1)))
+    assert report.unscored == 1 and list(report.unscored_reasons) == ["grp-A"]
+    assert report.usage.calls == 2 + 1 + 1
+    for t in trajs:
+        assert t.reward is not None and t.reward == t.reward_components["reward"]
+        assert "answer_correct" in t.reward_components
+        if t.group_id == "grp-A":
+            assert "ruler" not in t.reward_components and t.reward_components["ruler_unscored"] == 1.0
+            assert "unscored" in t.metadata["judge_unscored"]
+        else:
+            assert t.reward_components["ruler"] == 0.5 and t.judge_explanation.startswith("e")
+
+
+def test_pipeline_drops_a_stale_reference():
+    trajs, tasks = load_set()
+    stale = {"task-A": FreshReference(reference_answer=None, changed=True, stale=True)}
+    anyio.run(judge_trajectories, trajs, tasks, None, None, None, stale)
+    a1 = next(t for t in trajs if t.id == "A1")
+    b1 = next(t for t in trajs if t.id == "B1")
+    assert "answer_correct" not in a1.reward_components and b1.reward_components["answer_correct"] == 1.0
+
+
+def test_judges_never_imports_the_trainer():
+    import subprocess
+    import sys
+
+    code = "import sys, judges, judges.fakes; print(sorted(m for m in sys.modules if m.startswith(('mcp_rl.train', 'mcp_rl.grpo', 'torch'))))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,102 @@
+"""`mcp-rl generate` as a user runs it: a real process, real servers, real models.
+
+The fast tests check what fails before any model loads, and the whole path with the tiny random
+model (its output is garbage: generation must still end cleanly). The slow ones are the issue's
+done-criterion: the offline default writer, 30 tasks on the example server and on mcp-server-time,
+at least a third grounded, every grounded reference re-checked against a fresh server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from conftest import INVENTORY, REPO, have
+from scenario_gen import apply_rule, load_tasks
+
+
+def mcp_rl(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_rl", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def _has_load_model() -> bool:
+    import mcp_rl.models as m
+
+    return hasattr(m, "load_model")
+
+
+def test_bad_options_fail_before_any_model_loads(tmp_path):
+    r = mcp_rl("generate", "--server", INVENTORY, "-n", "3", "-o", str(tmp_path / "tasks.csv"), timeout=60)
+    assert r.returncode == 2 and "cannot tell the format" in r.stderr and "Traceback" not in r.stderr
+    r = mcp_rl(
+        "generate", "--server", INVENTORY, "--policy", "tiny", "-o", str(tmp_path / "t.jsonl"), timeout=60
+    )
+    assert r.returncode == 2 and "--check-with" in r.stderr
+    r = mcp_rl("generate", "-n", "3", timeout=60)
+    assert r.returncode == 2 and "no server given" in r.stderr
+
+
+@pytest.mark.skipif(not _has_load_model(), reason="mcp_rl.models.load_model is not available")
+def test_generate_with_a_model_that_writes_garbage_ends_cleanly(tmp_path):
+    out = tmp_path / "tasks.jsonl"
+    r = mcp_rl(
+        "generate", "--server", INVENTORY, "-n", "2", "-o", str(out), "--generator", "tiny",
+        "--explore-calls", "6", "--seed", "1", timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
+    report = json.loads(out.with_name("tasks.report.json").read_text())
+    assert report["exploration"]["calls"] > 0
+    assert load_tasks(out) == [] or all(t.text for t in load_tasks(out))
+
+
+async def _check_references(server: str, tasks) -> dict[str, int]:
+    from mcp_rl.servers import ServerSession, ServerSpec
+
+    counts = {"same": 0, "fresh": 0, "wrong": 0}
+    async with ServerSession(ServerSpec.parse(server), result_budget=20000, connect_timeout=120) as s:
+        for t in tasks:
+            texts = [(await s.call(c.tool, c.arguments)).text for c in t.reference_calls]
+            now = apply_rule(t.answer_rule, texts)
+            if now == t.reference_answer:
+                counts["same"] += 1
+            elif now is not None and t.answer_depends_on_state:
+                counts["fresh"] += 1
+            else:
+                counts["wrong"] += 1
+    return counts
+
+
+def _done_criterion(server: str, out: Path) -> None:
+    r = mcp_rl("generate", "--server", server, "-n", "30", "-o", str(out), "--seed", "0", timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    tasks = load_tasks(out)
+    assert len(tasks) == 30
+    assert len({t.text.strip().lower() for t in tasks}) == 30
+    grounded = [t for t in tasks if t.source == "grounded"]
+    assert len(grounded) >= 10
+    counts = anyio.run(_check_references, server, grounded)
+    assert counts["wrong"] == 0, counts
+    print(r.stdout[-4000:])
+
+
+@pytest.mark.slow
+@pytest.mark.models
+@pytest.mark.skipif(not _has_load_model(), reason="mcp_rl.models.load_model is not available")
+def test_done_criterion_inventory(tmp_path):
+    _done_criterion(INVENTORY, tmp_path / "inventory.jsonl")
+
+
+@pytest.mark.slow
+@pytest.mark.models
+@pytest.mark.skipif(not (_has_load_model() and have("uvx")), reason="needs load_model and uvx")
+def test_done_criterion_time_server(tmp_path):
+    _done_criterion("uvx mcp-server-time", tmp_path / "time.jsonl")

@@ -1,0 +1,88 @@
+"""The solvability pass (`--check-with`): real episodes through the agent loop against the real
+inventory server; the checker and policy models are fakes that solve everything or nothing, so what
+the pass keeps, drops and marks is known in advance."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from test_scenario_generate import FakeTaskWriter
+
+from conftest import INVENTORY
+from judges.prompts import VERDICT_SYSTEM
+from mcp_rl.models.base import Completion
+from mcp_rl.rollout.pool import SessionPool
+from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
+from scenario_gen import GenerateConfig, Task, apply_rule, generate_tasks
+from scenario_gen.solvability import check_solvability
+
+
+class FakeSolver:
+    """A fake agent that knows each grounded task's reference calls: it makes them, then answers with the
+    value its rule reads from the results. As a judge it says every attempt succeeded."""
+
+    name = "fake-solver"
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self.by_text = {t.text: t for t in tasks}
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] == VERDICT_SYSTEM:
+            ok = "don't know" not in messages[-1]["content"]
+            return [Completion(text=json.dumps({"success": ok, "explanation": "read the attempt"}))]
+        task = self.by_text[messages[1]["content"]]
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        if not task.reference_calls:
+            return [Completion(text="Here is what you asked for.")]
+        if not results:
+            calls = [json.dumps({"name": c.tool, "arguments": c.arguments}) for c in task.reference_calls]
+            return [Completion(text="\n".join(calls))]
+        return [Completion(text=f"The answer is {apply_rule(task.answer_rule, results)}.")]
+
+
+class FakeGiveUp:
+    """A fake agent that never calls a tool and never knows; as a judge it fails every attempt."""
+
+    name = "fake-give-up"
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] == VERDICT_SYSTEM:
+            return [Completion(text='{"success": false, "explanation": "no answer"}')]
+        return [Completion(text="Sorry, I don't know.")]
+
+
+# Read-only tools only: episodes then share one session (no restart between them), which keeps this fast.
+READS = ToolPolicy(allow=["list_categories", "get_item", "search_items", "filter_items"])
+
+
+@pytest.fixture(scope="module")
+def tasks() -> list[Task]:
+    async def go():
+        async with ServerSession(ServerSpec.parse(INVENTORY), READS, result_budget=20000) as s:
+            return await generate_tasks(s, FakeTaskWriter(), GenerateConfig(n=4, grounded_share=0.75, seed=5))
+
+    tasks, _ = anyio.run(go)
+    return tasks
+
+
+def _check(tasks, checker, policy=None):
+    async def go():
+        async with SessionPool(ServerSpec.parse(INVENTORY), READS, size=1) as pool:
+            return await check_solvability(tasks, pool, checker, attempts=2, policy=policy)
+
+    return anyio.run(go)
+
+
+def test_solvability_keeps_solved_tasks_and_marks_those_without_signal(tasks):
+    assert {t.source for t in tasks} == {"grounded", "written"}
+    kept = _check(tasks, FakeSolver(tasks), policy=FakeGiveUp())
+    assert [t.id for t in kept] == [t.id for t in tasks]
+    for t in kept:
+        assert t.notes["checker_solve_rate"] == 1.0
+        assert t.notes["policy_solve_rate"] == 0.0 and t.notes["grpo_signal"] == "never"
+
+
+def test_solvability_drops_what_nobody_solves(tasks):
+    assert _check(tasks, FakeGiveUp()) == []
