@@ -16,6 +16,11 @@ weight bytes / memory bandwidth, and at least 2 x params x rows / bf16 matmul pe
 measured here. Limit tok/s = rows / that floor.
 
     python -m bench.bench_generate [--model qwen2.5-coder-0.5b-instruct] [-n 8] [--new 128] [--repeats 2]
+                                   [--threads N]
+
+On a machine shared with other busy processes, use --threads 1: with 2 threads, torch's OpenMP
+workers wait on each other at every operation whenever one is descheduled, and a decoding step
+measured 13x slower (1.9 s instead of 0.15 s) at a load average of 4 on 2 cores.
 
 Prints figures, never pass/fail.
 """
@@ -149,11 +154,12 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=128, help="new tokens per sample")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--scenarios", default="group,episodes")
+    ap.add_argument("--threads", type=int, help="torch threads (default: one per physical core)")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
 
     t = time.perf_counter()
-    model = load_model(args.model)
+    model = load_model(args.model, threads=args.threads)
     load_s = time.perf_counter() - t
     lm = model.model
     params = sum(p.numel() for p in lm.parameters())

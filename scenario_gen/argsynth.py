@@ -166,6 +166,18 @@ def param_candidates(name: str, schema: dict[str, Any], pool: ValuePool) -> list
     return [Candidate("example", 0.1, weak=True)]
 
 
+def _same_twice(args: dict[str, Any]) -> bool:
+    """Two parameters of one kind with one value (source_timezone == target_timezone): a call that
+    answers nothing worth asking ("what is the difference between UTC and UTC?")."""
+    items = [(k, v) for k, v in args.items() if isinstance(v, str)]
+    for i, (k1, v1) in enumerate(items):
+        for k2, v2 in items[i + 1 :]:
+            s1, s2 = k1.rsplit("_", 1)[-1], k2.rsplit("_", 1)[-1]
+            if v1 == v2 and s1 == s2 and len(s1) >= 3:
+                return True
+    return False
+
+
 def _useful_optional(schema: dict[str, Any], options: list[Candidate]) -> bool:
     """An optional parameter is worth setting only with evidence-backed values other than its default."""
     default = schema.get("default")
@@ -213,7 +225,7 @@ def synthesize(
             if c.step is not None:
                 sources.append(c.step)
         key = repr(sorted(args.items(), key=lambda kv: kv[0]))
-        if key in seen:
+        if key in seen or _same_twice(args):
             continue
         seen.add(key)
         proposals.append(ArgProposal(args, sorted(set(sources)), "pool" if sources else "schema", weak))

@@ -109,7 +109,7 @@ def asked_words(fact: Fact) -> tuple[str, ...]:
 
 _META = re.compile(
     r"\b(step \d|data \d|the (last |previous |first )?result|json|the (tool|function)|field|assistant|"
-    r"looked up|lookups?)\b",
+    r"looked up|lookups?|the service|recorded)\b",
     re.IGNORECASE,
 )
 

@@ -113,7 +113,9 @@ class _Run:
 
         def on_step(step: Any, stats: Any) -> None:
             self.report.exploration = stats
-            self._say(f"exploring: {step.tool} -> {step.status.value}")
+            # every failure, and every 10th call: enough for a live line, not a flood for a log
+            if not step.ok or stats.calls % 10 == 0:
+                self._say(f"exploring: {stats.calls} calls; last {step.tool} -> {step.status.value}")
 
         explorer = Explorer(
             self.session, model=self.model, allow_destructive=self.cfg.allow_destructive,
@@ -121,6 +123,7 @@ class _Run:
         )  # fmt: skip
         result = await explorer.run()
         self.report.exploration = result.stats
+        self._say(f"explored: {result.stats.calls} calls, {result.stats.ok} ok")
         self.report.timings["explore"] = time.monotonic() - t0
         return result
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,9 @@ _WORD_DIFFICULTY = {
 }
 _TEXT_KEYS = ("task", "text", "request", "question", "prompt", "query", "user_request", "description")
 _TOOL_KEYS = ("tools", "tools_expected", "tool", "tools_used", "expected_tools")
+
+
+_METADATA = re.compile(r"\s*[\(\[]?\s*(difficulty|tools?)\s*[:=][^)\]]*[\)\]]?\s*$", re.IGNORECASE)
 
 
 class WrittenItem(BaseModel):
@@ -85,6 +89,8 @@ class WrittenItem(BaseModel):
     @field_validator("task")
     @classmethod
     def _task(cls, v: str) -> str:
+        # the item's own metadata copied into its text: "... (Difficulty: 2, Tools: None)"
+        v = _METADATA.sub("", v)
         v = v.strip().strip('"').strip()
         if len(v) < 8:
             raise ValueError("the task text is empty or too short")

@@ -94,6 +94,9 @@ def test_written_item_is_lenient_about_shape_strict_about_content():
         WrittenItem.model_validate({"task": "List every tent in stock", "difficulty": "3/5"}).difficulty == 3
     )
     assert WrittenItem.model_validate("Show me the cheapest headlamp").task == "Show me the cheapest headlamp"
+    # its own metadata copied into the text is cut off
+    tagged = {"task": "What time is it in Lima? (Difficulty: 2, Tools: None)"}
+    assert WrittenItem.model_validate(tagged).task == "What time is it in Lima?"
     with pytest.raises(ValueError):
         WrittenItem.model_validate({"task": "  "})
     with pytest.raises(ValueError):

@@ -149,6 +149,15 @@ def test_optional_parameters_are_left_at_their_defaults():
         assert "max_results" not in p.arguments
         assert "query" in p.arguments
     assert synthesize({"type": "object", "properties": {}}, ValuePool(), random.Random(0))[0].arguments == {}
+    # never the same value for two parameters of one kind (a conversion from UTC to UTC)
+    tz = {"type": "string", "description": "e.g. 'Etc/UTC', 'Asia/Tokyo'"}
+    conv = {
+        "type": "object",
+        "properties": {"source_timezone": tz, "target_timezone": tz},
+        "required": ["source_timezone", "target_timezone"],
+    }
+    for p in synthesize(conv, ValuePool(), random.Random(0), k=4):
+        assert p.arguments["source_timezone"] != p.arguments["target_timezone"]
     assert schema_errors(params, {}) and not schema_errors(params, {"query": "x"})
 
 

@@ -120,7 +120,7 @@ def _print(trajs: list[Any], report: Any, tasks: dict[str, Any]) -> None:
     console.print(
         f"groups: {len(report.groups)} judged, [bold]{report.unscored} unscored[/]  ·  judge calls {u.calls} "
         f"(+{u.cached} cached, {u.failed_calls} failed)  ·  tokens {u.prompt_tokens} in / {u.completion_tokens} out{est}"
-        f"  ·  cost ${u.cost_usd:.4f}  ·  {u.seconds:.1f} s"
+        f"  ·  cost ${u.cost_usd:.4f}  ·  {u.seconds:.1f} s in judge calls"
     )
     for gid, reason in report.unscored_reasons.items():
         console.print(f"[yellow]unscored[/] {gid}: {reason}", highlight=False)
