@@ -35,7 +35,7 @@ class GRPOConfig(BaseModel):
     scale_by_std: bool = True
     kl_coef: float = 0.0
     max_grad_norm: float = 1.0
-    micro_batch: int = 2
+    micro_batch: int = 1
     """Sequences per forward/backward; gradients accumulate over the whole batch."""
     logprob_chunk: int = 512
     """Sampled positions per output-head chunk: bounds the [chunk, vocab] logits in memory."""

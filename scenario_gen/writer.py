@@ -38,7 +38,10 @@ _TEXT_KEYS = ("task", "text", "request", "question", "prompt", "query", "user_re
 _TOOL_KEYS = ("tools", "tools_expected", "tool", "tools_used", "expected_tools")
 
 
-_METADATA = re.compile(r"\s*[\(\[]?\s*(difficulty|tools?)\s*[:=][^)\]]*[\)\]]?\s*$", re.IGNORECASE)
+_METADATA = re.compile(
+    r"\s*([\(\[]?\s*(difficulty|tools?)\s*[:=][^)\]]*[\)\]]?|[\(\[](easy|medium|hard|difficult|simple)[\)\]])\s*$",
+    re.IGNORECASE,
+)
 
 
 class WrittenItem(BaseModel):

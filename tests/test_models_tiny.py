@@ -129,6 +129,28 @@ def test_concurrent_requests_batch_and_equal_unbatched(tiny: TransformersModel) 
     assert engine.steps - steps0 <= 2 * 24
 
 
+def test_episodes_of_one_task_share_a_single_prefill(tiny: TransformersModel) -> None:
+    p = prompt(tiny)
+    solo = run(tiny.generate(p, 1, GREEDY))[0]
+    fresh = load_tiny(seed=0)
+    try:
+        engine = fresh._get_engine()
+
+        async def episodes():
+            return await asyncio.gather(*(fresh.generate(p, 1, GREEDY) for _ in range(6)))
+
+        outs = run(episodes())
+        assert all(o[0].token_ids == solo.token_ids for o in outs)
+        assert all(
+            torch.allclose(torch.tensor(o[0].logprobs), torch.tensor(solo.logprobs), atol=1e-5) for o in outs
+        )
+        # One pass over the prompt; the other five joined the batch at its last token.
+        assert engine.prefill_tokens == len(p)
+        assert engine.reused_tokens == 5 * (len(p) - 1)
+    finally:
+        fresh.close()
+
+
 def test_stop_token_and_max_new_tokens(tiny: TransformersModel) -> None:
     p = prompt(tiny)
     (free,) = run(tiny.generate(p, 1, SamplingParams(temperature=0.0, max_new_tokens=10)))

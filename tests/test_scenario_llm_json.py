@@ -97,6 +97,10 @@ def test_written_item_is_lenient_about_shape_strict_about_content():
     # its own metadata copied into the text is cut off
     tagged = {"task": "What time is it in Lima? (Difficulty: 2, Tools: None)"}
     assert WrittenItem.model_validate(tagged).task == "What time is it in Lima?"
+    assert (
+        WrittenItem.model_validate({"task": "What time is it in Lima? (Easy)"}).task
+        == "What time is it in Lima?"
+    )
     with pytest.raises(ValueError):
         WrittenItem.model_validate({"task": "  "})
     with pytest.raises(ValueError):

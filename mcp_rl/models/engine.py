@@ -247,6 +247,9 @@ class BatchEngine:
         for s in targets:
             s.busy, s.last_used = True, stamp
         try:
+            if source is not None and m == len(req.prompt) - 1:
+                self._join_at_last_token(req, targets, source, m)
+                return
             logits = self._prefill_into(req.prompt, targets, source, m)
         except BaseException:
             for s in targets:
@@ -258,6 +261,17 @@ class BatchEngine:
             logits[None].expand(req.n, -1), req.sampling.temperature, req.sampling.top_p, u
         )
         self._record(req, req.rows, tokens.tolist(), logps.tolist())
+
+    def _join_at_last_token(self, req: _Request, targets: list[_Slot], source: _Slot, m: int) -> None:
+        """All of the prompt but its last token is cached (another episode of the same task, or
+        the same prompt sampled again): instead of a pass over the weights for one token, the
+        rows join the batch with that token as their next input, and their first sample comes
+        out of the next shared decoding step."""
+        for s in targets:
+            self.decoder.copy_prefix(source.index, s.index, m)
+            s.tokens = req.prompt[:m]
+        self.reused_tokens += m
+        req.rows = [_Row(slot=s, pending=req.prompt[-1]) for s in targets]
 
     def _prefill_into(
         self, prompt: list[int], targets: list[_Slot], source: _Slot | None, m: int
