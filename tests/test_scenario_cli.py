@@ -90,6 +90,7 @@ def _done_criterion(server: str, out: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.models
+@pytest.mark.criterion
 @pytest.mark.skipif(not _has_load_model(), reason="mcp_rl.models.load_model is not available")
 def test_done_criterion_inventory(tmp_path):
     _done_criterion(INVENTORY, tmp_path / "inventory.jsonl")
@@ -97,6 +98,7 @@ def test_done_criterion_inventory(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.models
+@pytest.mark.criterion
 @pytest.mark.skipif(not (_has_load_model() and have("uvx")), reason="needs load_model and uvx")
 def test_done_criterion_time_server(tmp_path):
     _done_criterion("uvx mcp-server-time", tmp_path / "time.jsonl")
