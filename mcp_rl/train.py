@@ -25,7 +25,7 @@ from judges import JudgeCache, JudgeConfig, Ruler, load_rubric
 from mcp_rl.errors import ConfigError, TaskError
 from mcp_rl.evaluate import decide_all, score, summarize
 from mcp_rl.grpo import grpo_step, make_optimizer
-from mcp_rl.models import load_model
+from mcp_rl.models import close_models, load_model
 from mcp_rl.models.base import ChatModel
 from mcp_rl.rollout import SessionPool, run_tasks
 from mcp_rl.rundir import RunDir, RunState
@@ -159,10 +159,7 @@ class Trainer:
 
     def close(self) -> None:
         """Stop local generation workers (a worker left running aborts the interpreter at exit)."""
-        for m in [self.policy, *self._helpers.values()]:
-            close = getattr(m, "close", None)
-            if callable(close):
-                close()
+        close_models(self.policy, *self._helpers.values())
 
     async def _fit(self, resume: bool) -> dict[str, Any]:
         cfg, run = self.cfg, self.run

@@ -26,6 +26,7 @@ from mcp_rl.cli.options import (
     tool_policy,
 )
 from mcp_rl.errors import ConfigError, ModelError
+from mcp_rl.models import close_models
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
 
 DEFAULT_GENERATOR = "qwen2.5-coder-1.5b-instruct"
@@ -196,10 +197,7 @@ def generate_command(
             _run, spec, policy, gen_model, cfg, (connect_timeout, call_timeout), checker, pol, check_attempts
         )
     finally:
-        for m in (gen_model, checker, pol):
-            close = getattr(m, "close", None)
-            if callable(close):
-                close()  # stop local generation workers before the interpreter exits
+        close_models(gen_model, checker, pol)
     path = save_tasks(tasks, output)
     rpath = report_path or (
         path / "generation_report.json" if path.is_dir() else path.with_name(path.stem + ".report.json")

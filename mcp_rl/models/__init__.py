@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp_rl.models.base import ChatModel, Completion, Message, SamplingParams, TokenModel
 from mcp_rl.models.builtin import BUILTIN_MODELS, DEFAULT_MODEL
-from mcp_rl.models.registry import load_model, load_tiny
+from mcp_rl.models.registry import close_models, load_model, load_tiny
 
 _LAZY = {
     "TransformersModel": "mcp_rl.models.hf_backend",
@@ -25,6 +25,7 @@ __all__ = [
     "SamplingParams",
     "TokenModel",
     "TransformersModel",
+    "close_models",
     "load_model",
     "load_tiny",
 ]

@@ -132,3 +132,12 @@ def load_tiny(seed: int = 0, **opts: Any) -> ChatModel:
     if device is not None:
         model.to(device)
     return TransformersModel(model, tok, name="tiny-random", **opts)
+
+
+def close_models(*models: Any) -> None:
+    """Stop the local generation workers of any loaded models (None and API models are skipped).
+    A worker left running aborts the interpreter at exit ("terminate called without an active exception")."""
+    for m in models:
+        close = getattr(m, "close", None)
+        if callable(close):
+            close()
