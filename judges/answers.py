@@ -5,7 +5,8 @@ the answer must contain every item. An item matches when its normalized text app
 answer, or when every number in it appears in the answer (within a tolerance: 1,234.0 = 1234 =
 1234.004) and, if it has two or more other words, most of them do too, or, for an item with no numbers, when all its
 content words appear. Yes/no references need the same polarity and not the opposite.
-Known leniency: an answer that lists many numbers can match a numeric reference by chance.
+Known leniency: an answer that lists many numbers can match a numeric reference by chance (digits
+glued to a word, as in "ITM-006", count only for a reference that has such digits itself).
 """
 
 from __future__ import annotations
@@ -86,14 +87,15 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
-def numbers(text: str) -> list[float]:
-    """Every number written in `text`: thousands separators, decimals, a leading minus."""
+def numbers(text: str, glued: bool = True) -> list[float]:
+    """Every number written in `text`: thousands separators, decimals, a leading minus; with
+    `glued`, also digits glued to a word (the 104 of "SKU-104")."""
     out: list[float] = []
     for m in _NUM.finditer(text):
         if m.group(2) is not None:
             value = float(m.group(2).replace(",", "") + (m.group(3) or ""))
             out.append(-value if m.group(1) else value)
-        else:  # digits glued to a word, e.g. the 104 of "SKU-104": never negative
+        elif glued:  # never negative
             out.append(float(m.group(4) + (m.group(5) or "")))
     return out
 
@@ -129,7 +131,10 @@ def item_present(item: str, answer: str, rel_tol: float = 0.01, abs_tol: float =
     words = _content_words(item)
     answer_words = _words(answer)
     if item_nums:
-        pool = numbers(answer)
+        # A standalone number in the reference ("6") is not matched by digits glued to a word in
+        # the answer ("time6", "ITM-006"): that let a noisy policy hit a reference by chance.
+        glued_ref = len(item_nums) > len(numbers(item, glued=False))
+        pool = numbers(answer, glued=glued_ref)
         if not all(_num_in(v, pool, rel_tol, abs_tol) for v in item_nums):
             return False
         # One word next to a number is decoration ("6 in stock"); with more, most must be there.

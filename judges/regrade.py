@@ -7,6 +7,8 @@ trainer and no particular server class. When results changed, values that appear
 answer are carried over to their new values where the correspondence is unambiguous (same JSON
 path, or same position in an otherwise identical text); otherwise the reference is reported
 stale and should not be used to grade (success then falls back to the judge's verdict).
+A task that records how its answer was read out of the results (`task.answer_rule`, written by
+scenario_gen for grounded tasks) gets the rule re-applied instead: exact, no guessing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_rl.servers.results import ToolResult
+from scenario_gen.facts import apply_rule
 from scenario_gen.task import Task
 
 Caller = Callable[[str, dict[str, Any]], ToolResult | Awaitable[ToolResult]]
@@ -130,6 +133,13 @@ async def refresh_reference(task: Task, call: Caller) -> FreshReference:
         return FreshReference(
             reference_answer=task.reference_answer, results=results, reason="results unchanged"
         )
+    if task.answer_rule is not None:
+        # The task knows how its answer was read out of the results: read it again, exactly.
+        fresh = apply_rule(task.answer_rule, news)
+        if fresh is not None:
+            return FreshReference(
+                reference_answer=fresh, changed=True, results=results, reason="answer rule re-applied"
+            )
     mapping: dict[float, float] = {}
     for old, new in zip(olds, news, strict=True):
         part = _changes(old, new)

@@ -15,6 +15,11 @@ from typing import Any
 
 _MAX_INSTRUCTIONS = 1500
 
+ANSWER_CONVENTION = (
+    "A reply with no tool call is the final answer; a reply with tool calls gets their results back "
+    "as tool messages, and the episode goes on."
+)
+
 
 def system_prompt(server_name: str = "", instructions: str | None = None) -> str:
     who = f'the "{server_name}" server' if server_name else "an MCP server"

@@ -21,14 +21,19 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from mcp_rl.errors import RunDirError
+from mcp_rl.faults import fault_point
+
+if TYPE_CHECKING:
+    from mcp_rl.trajectory import Trajectory
 
 
 class RunState(BaseModel):
@@ -52,20 +57,60 @@ def _write_atomic(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def _guard(action: str, path: Path, fn: Callable[[], Any]) -> Any:
+# errno values that mean "no room": a full disk, a quota, a file-size limit (RLIMIT_FSIZE).
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+# A read-only place, no permission, or a path through a regular file (NOTDIR, EXIST).
+_NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
+# Libraries that write in native code (safetensors, polars, torch) raise their own exception types
+# and keep the errno only in the text ("... File too large (os error 27)").
+_NO_ROOM_TEXT = re.compile(
+    r"os error (28|27|122)\b|no space left on device|file too large|disk quota exceeded|file write failed",
+    re.IGNORECASE,
+)
+
+
+def no_room(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it wraps) says the disk, a quota or a file-size limit is full."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in _NO_ROOM:
+            return True
+        if not isinstance(e, OSError) and _NO_ROOM_TEXT.search(str(e)):
+            return True
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        todo.extend([e.__cause__, e.__context__])
+    return False
+
+
+def no_room_error(action: str, path: Path, run_path: Path, exc: BaseException) -> RunDirError:
+    detail = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200]
+    return RunDirError(
+        f"no room left on the disk while {action} ({path}): {detail}",
+        hint=f"free some space (or raise the quota), then continue with `mcp-rl train --resume {run_path}`: "
+        "completed steps are kept and the unfinished one is redone",
+    )
+
+
+def _guard(action: str, path: Path, fn: Callable[[], Any], run_path: Path | None = None) -> Any:
     """Run a write; turn a full disk or a permission problem into a clear, resumable error."""
+    run_path = run_path or (path.parent if path.suffix else path)
     try:
         return fn()
-    except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+    except RunDirError:
+        raise
+    except Exception as e:
+        if no_room(e):
+            raise no_room_error(action, path, run_path, e) from e
+        if isinstance(e, OSError) and e.errno in _NOT_WRITABLE:
+            where = e.filename or path
             raise RunDirError(
-                f"the disk is full while {action} ({path})",
-                hint="free some space, then continue with `mcp-rl train --resume "
-                f"{path.parents[0] if path.is_file() else path}`: completed steps are kept",
-            ) from e
-        if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise RunDirError(
-                f"cannot write {path} while {action}: {e.strerror}", hint="choose a writable --run-dir"
+                f"cannot write {where} while {action}: {e.strerror}", hint="choose a writable --run-dir"
             ) from e
         raise
 
@@ -96,6 +141,10 @@ class RunDir:
         return self.path / "server-stderr.log"
 
     @property
+    def prompt_file(self) -> Path:
+        return self.path / "prompt.json"
+
+    @property
     def judge_cache(self) -> Path:
         return self.path / "judge-cache"
 
@@ -119,7 +168,7 @@ class RunDir:
                 (self.path / sub).mkdir(parents=True, exist_ok=True)
             _write_atomic(self.config_file, json.dumps(config, indent=2, default=str).encode())
 
-        _guard("creating the run directory", self.path, make)
+        _guard("creating the run directory", self.path, make, self.path)
 
     def exists(self) -> bool:
         return self.config_file.exists()
@@ -144,10 +193,12 @@ class RunDir:
 
     def commit(self, state: RunState) -> None:
         """The single point where a step becomes done."""
+        fault_point("commit", state.completed_step)
         _guard(
             "saving the run state",
             self.state_file,
             lambda: _write_atomic(self.state_file, state.model_dump_json(indent=2).encode()),
+            self.path,
         )
 
     def write_json(self, path: Path, data: Any) -> None:
@@ -155,6 +206,15 @@ class RunDir:
             f"writing {path.name}",
             path,
             lambda: _write_atomic(path, json.dumps(data, indent=2, default=str).encode()),
+            self.path,
+        )
+
+    def save_trajectories(self, trajs: list[Trajectory], path: Path) -> Path:
+        """`trajectory.save_trajectories` with a full disk turned into a clear, resumable error."""
+        from mcp_rl.trajectory import save_trajectories
+
+        return _guard(
+            f"writing trajectories {path.name}", path, lambda: save_trajectories(trajs, path), self.path
         )
 
     def append_metrics(self, record: dict[str, Any]) -> None:
@@ -164,7 +224,7 @@ class RunDir:
                 f.flush()
                 os.fsync(f.fileno())
 
-        _guard("writing metrics", self.metrics_file, append)
+        _guard("writing metrics", self.metrics_file, append, self.path)
 
     def read_metrics(self) -> list[dict[str, Any]]:
         if not self.metrics_file.exists():
@@ -185,11 +245,17 @@ class RunDir:
         def write() -> None:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
-            save(tmp)
+            try:
+                save(tmp)
+            except BaseException:
+                # A half-written checkpoint only takes space: the name alone keeps it from being used.
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            fault_point("checkpoint", step)  # written, not yet under its final name
             shutil.rmtree(final, ignore_errors=True)
             tmp.rename(final)
 
-        _guard(f"saving checkpoint {step}", final, write)
+        _guard(f"saving checkpoint {step}", final, write, self.path)
         return final
 
     def discard_uncommitted(self, state: RunState) -> list[str]:
@@ -215,5 +281,10 @@ class RunDir:
         ]  # fmt: skip
         if self.metrics_file.exists():
             data = "".join(json.dumps(m, default=str) + "\n" for m in kept).encode()
-            _guard("rewriting metrics", self.metrics_file, lambda: _write_atomic(self.metrics_file, data))
+            _guard(
+                "rewriting metrics",
+                self.metrics_file,
+                lambda: _write_atomic(self.metrics_file, data),
+                self.path,
+            )
         return removed

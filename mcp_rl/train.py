@@ -24,17 +24,21 @@ import torch
 from judges import JudgeCache, JudgeConfig, Ruler, load_rubric
 from mcp_rl.errors import ConfigError, TaskError
 from mcp_rl.evaluate import decide_all, score, summarize
+from mcp_rl.faults import fault_point
 from mcp_rl.grpo import grpo_step, make_optimizer
 from mcp_rl.models import close_models, load_model
 from mcp_rl.models.base import ChatModel
+from mcp_rl.models.hardware import release_memory
+from mcp_rl.prompts import ANSWER_CONVENTION, system_prompt
 from mcp_rl.rollout import SessionPool, run_tasks
 from mcp_rl.rundir import RunDir, RunState
 from mcp_rl.servers import ServerSpec
 from mcp_rl.train_config import TrainConfig
-from mcp_rl.trajectory import Trajectory, save_trajectories
+from mcp_rl.trajectory import Trajectory
 from scenario_gen.task import Task
 
 Say = Callable[[str], None]
+HELPER_SLOTS = 4
 
 
 class Trainer:
@@ -72,7 +76,7 @@ class Trainer:
         return train, val
 
     async def _generate(self, pool: SessionPool) -> list[Task]:
-        from scenario_gen.pipeline import GenerateConfig, generate_tasks
+        from scenario_gen.pipeline import EXPLORE_RESULT_BUDGET, GenerateConfig, generate_tasks
 
         cfg = self.cfg
         self.say(f"writing {cfg.n_tasks} tasks with {cfg.generator} (no --tasks file given)")
@@ -85,9 +89,13 @@ class Trainer:
             allow_destructive=cfg.policy.allow_destructive,
         )
         async with pool.acquire() as ps:
-            tasks, report = await generate_tasks(
-                ps.session, writer, gen, progress=lambda msg, _r: self.say(f"  {msg}")
-            )
+            budget, ps.session.result_budget = ps.session.result_budget, EXPLORE_RESULT_BUDGET
+            try:  # exploration reads whole results (a cut JSON result yields no facts)
+                tasks, report = await generate_tasks(
+                    ps.session, writer, gen, progress=lambda msg, _r: self.say(f"  {msg}")
+                )
+            finally:
+                ps.session.result_budget = budget
         grounded = sum(t.source == "grounded" for t in tasks)
         self.say(f"tasks: {len(tasks)} kept ({grounded} grounded), dropped {dict(report.dropped)}")
         return tasks
@@ -95,13 +103,32 @@ class Trainer:
     def model(self, name: str) -> ChatModel:
         """A helper model (task writer, judge), loaded once: the default writer and judge are the same."""
         if name not in self._helpers:
-            self._helpers[name] = load_model(name)
+            # A judge or writer runs a few requests at a time: few KV-cache slots. With the default
+            # 32, the 1.5B judge's cache alone grew to ~6 GB and the run was OOM-killed at 14.6 GB.
+            self._helpers[name] = load_model(name, max_batch=HELPER_SLOTS)
         return self._helpers[name]
+
+    def record_prompt(self, pool: SessionPool) -> None:
+        """What the policy sees besides the task (system prompt, tool list), once per run: exports
+        and `serve` must give the tuned model the same, since it learned to depend on them."""
+        first = pool.first
+        self.run.write_json(
+            self.run.prompt_file,
+            {
+                "system_prompt": system_prompt(first.server_name, first.instructions),
+                "server_name": first.server_name,
+                "tools": [t.openai() for t in pool.tools],
+                "answer_convention": ANSWER_CONVENTION,
+            },
+        )
 
     def load_models(self) -> None:
         cfg = self.cfg
         if self.policy is None:
-            self.policy = load_model(cfg.model)
+            # One KV-cache slot per concurrent episode of a step (evaluation queues beyond that).
+            self.policy = load_model(
+                cfg.model, max_batch=min(32, max(8, cfg.group_size * cfg.tasks_per_step))
+            )
         self.policy.attach_lora(
             r=cfg.lora.r,
             alpha=cfg.lora.alpha,
@@ -142,7 +169,7 @@ class Trainer:
         else:
             trajs = await self.episodes(pool, val, n, step, temp)
         await decide_all(trajs, tasks, self.judge, self.cache)
-        save_trajectories(trajs, self.run.eval_file(step))
+        self.run.save_trajectories(trajs, self.run.eval_file(step))
         return {
             "kind": "base_eval" if step == 0 else "eval",
             "step": step,
@@ -179,6 +206,7 @@ class Trainer:
         async with SessionPool(self.spec, cfg.policy, size=cfg.group_size, stderr_dir=run.path) as pool:
             train, val = await self.tasks(pool)
             tasks = {t.id: t for t in [*train, *val]}
+            self.record_prompt(pool)
             rng = random.Random(cfg.seed)
             if not state.base_evaluated:
                 base = await self.evaluate(pool, val, step=0)
@@ -194,15 +222,19 @@ class Trainer:
                 rng.seed(cfg.seed * 7919 + step)  # the same tasks when a step is redone
                 batch = rng.sample(train, min(cfg.tasks_per_step, len(train)))
                 trajs = await self.episodes(pool, batch, cfg.group_size, step)
+                fault_point("rollout", step)  # no-op unless a reliability test asks for a kill here
                 t1 = time.monotonic()
                 judge_stats = await score(trajs, tasks, pool, self.ruler, self.reward, self.judge, self.cache)
+                release_memory()
                 t2 = time.monotonic()
                 train_stats = grpo_step(
                     self.policy.model, optimizer, trajs, cfg.grpo, pad_id=self.policy.pad_token_id
                 )
+                fault_point("optimizer", step)
+                release_memory()  # activations and logits of the step, back to the OS
                 t3 = time.monotonic()
 
-                save_trajectories(trajs, run.step_file(step))
+                run.save_trajectories(trajs, run.step_file(step))
                 run.save_checkpoint(step, lambda d: self._save(d, optimizer))
                 record = {
                     "kind": "step", "step": step, **summarize(trajs), **judge_stats, **train_stats,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from judges.reward import RewardConfig
-from mcp_rl.grpo import GRPOConfig
+from mcp_rl.grpo_config import GRPOConfig
 from mcp_rl.rollout import RolloutConfig
 from mcp_rl.servers import ToolPolicy
 

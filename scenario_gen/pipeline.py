@@ -36,6 +36,10 @@ SolvabilityFn = Callable[[list[Task]], Awaitable[list[Task]]]
 """Takes the kept tasks, returns those to keep (with `notes` marks); see `scenario_gen.solvability`."""
 
 
+# Large enough that exploration reads whole results: a cut JSON result yields no facts.
+EXPLORE_RESULT_BUDGET = 20000
+
+
 class GenerateConfig(BaseModel):
     n: int = Field(default=100, ge=1)
     grounded_share: float = Field(default=0.5, ge=0.0, le=1.0)

@@ -175,3 +175,38 @@ def test_refresh_reference_against_the_live_inventory_server():
     t = Trajectory(id="x", task_id="inv", final_answer="We have 10 of them at $450.00 each.")
     assert run_checks(t, None, after_price.reference_answer).answer_correct
     assert not run_checks(t, None, "6 in stock; 482.99 USD").answer_correct
+
+
+def test_digits_glued_to_a_word_do_not_match_a_standalone_number() -> None:
+    # A noisy policy wrote "time6" and used to score as answering "6".
+    assert not answer_matches("time6 time7", "6").correct
+    assert answer_matches("The category holds 6 items.", "6").correct
+    # ...while a reference that is itself an id with glued digits still matches its own form.
+    assert answer_matches("It is SKU104.", "SKU104").correct
+
+
+def test_refresh_reference_re_applies_the_tasks_answer_rule_on_the_live_server():
+    """A task with an answer rule gets its answer read out of the new results exactly, even where
+    carrying numbers over would be ambiguous (the stock and another field both move)."""
+    from scenario_gen.task import AnswerRule
+
+    async def main():
+        spec = ServerSpec.parse(f"{sys.executable} -m examples.servers.inventory --transport stdio --seed 0")
+        async with ServerSession(spec, policy=ToolPolicy()) as s:
+            rc = ReferenceCall(tool="get_item", arguments={"item_id": "ITM-003"})
+            rc.result_text = (await s.call(rc.tool, rc.arguments)).text
+            task = Task(
+                id="inv-rule",
+                text="How many Basecamp 6P Cabin Tents are in stock?",
+                source="grounded",
+                answer_depends_on_state=True,
+                reference_calls=[rc],
+                reference_answer="6",
+                answer_rule=AnswerRule(kind="field", call_index=0, path=["stock"]),
+            )
+            assert (await s.call("update_stock", {"item_id": "ITM-003", "delta": 3})).ok
+            return await refresh_reference(task, s.call)
+
+    fresh = anyio.run(main)
+    assert fresh.changed and not fresh.stale
+    assert fresh.reference_answer == "9" and fresh.reason == "answer rule re-applied"

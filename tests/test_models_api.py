@@ -65,7 +65,7 @@ class FakeOpenAI:
             return 401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
         if self.mode == "slow":
             time.sleep(0.2)
-        n = 1 if self.mode == "ignore_n" else body.get("n", 1)
+        n = {"ignore_n": 1, "no_choices": 0}.get(self.mode, body.get("n", 1))
         choices = []
         for i in range(n):
             if self.mode == "tools":
@@ -141,6 +141,14 @@ def test_endpoint_ignoring_n_is_topped_up(fake: FakeOpenAI) -> None:
     model = ApiModel("m", base_url=fake.url, api_key=SECRET)
     assert len(chat(model, n=4)) == 4
     assert len(fake.requests) == 4  # one with n=4 answered once, then three single requests
+
+
+def test_endpoint_that_never_returns_choices_is_a_clear_error(fake: FakeOpenAI) -> None:
+    fake.mode = "no_choices"
+    model = ApiModel("m", base_url=fake.url, api_key=SECRET)
+    with pytest.raises(ModelError, match="returned no choices"):
+        chat(model, n=2)
+    assert len(fake.requests) <= 3  # the first request and one top-up round, not an endless loop
 
 
 def test_concurrency_limit(fake: FakeOpenAI) -> None:

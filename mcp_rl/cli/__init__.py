@@ -14,6 +14,9 @@ from mcp_rl.cli import generate_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import rollout_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import train_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import report_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import export_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import serve_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import chat_cmd  # noqa: F401  isort: skip
 
 
 def main() -> None:

@@ -22,16 +22,16 @@ from mcp_rl.cli.options import (
     HeaderOpt,
     NameOpt,
     ServerOpt,
+    check_output,
     server_spec,
     tool_policy,
 )
 from mcp_rl.errors import ConfigError, ModelError
 from mcp_rl.models import close_models
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
+from scenario_gen.pipeline import EXPLORE_RESULT_BUDGET
 
 DEFAULT_GENERATOR = "qwen2.5-coder-1.5b-instruct"
-# Large enough that exploration reads whole results: a cut JSON result yields no facts.
-EXPLORE_RESULT_BUDGET = 20000
 
 
 def _load(name: str, what: str) -> Any:
@@ -43,7 +43,7 @@ def _load(name: str, what: str) -> Any:
         ) from None
     t0 = time.monotonic()
     with err_console.status(f"loading {what} {name} ..."):
-        model = load_model(name)
+        model = load_model(name, max_batch=8)  # few KV slots: the cache is per slot
     err_console.print(f"[dim]{what} {name} ready in {time.monotonic() - t0:.1f} s[/]")
     return model
 
@@ -180,6 +180,7 @@ def generate_command(
     spec = server_spec(server, config, name, env, header)
     policy = tool_policy(allow_tools, deny_tools, allow_destructive)
     detect_format(output)  # a bad output name fails now, not after minutes of generation
+    check_output(output, "--output")
     if policy_model and not check_with:
         raise ConfigError(
             "--policy needs --check-with", hint="pass --check-with MODEL to run the solvability pass"

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from mcp_rl.cli.app import app, console, err_console
+from mcp_rl.cli.options import check_output
 from mcp_rl.errors import ConfigError, McpRlError, ModelError
 
 DEFAULT_JUDGE = "qwen2.5-coder-1.5b-instruct"
@@ -73,7 +74,7 @@ def load_judge(name: str) -> Any:
         ) from None
     t0 = time.monotonic()
     with err_console.status(f"loading judge {name} ..."):
-        model = load_model(name)
+        model = load_model(name, max_batch=4)  # a judge runs a few calls at a time: few KV slots
     err_console.print(f"[dim]judge {name} ready in {time.monotonic() - t0:.1f} s[/]")
     return model
 
@@ -175,6 +176,7 @@ def judge(
 
     if output is not None and output.suffix not in (".parquet", ".jsonl"):
         raise ConfigError(f"cannot write {output}: use a .parquet or .jsonl file name")
+    check_output(output, "--output")
     trajs = _load_trajectories(trajectories)
     task_map = _load_tasks(tasks)
     tool_list = _load_tools(tools, trajs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -92,3 +93,20 @@ def server_spec(
 
 def tool_policy(allow: list[str] | None, deny: list[str] | None, allow_destructive: bool) -> ToolPolicy:
     return ToolPolicy(allow=allow or [], deny=deny or [], allow_destructive=allow_destructive)
+
+
+def check_output(path: Path | None, flag: str) -> None:
+    """Fail before any work when an output file cannot be written (a path through a regular file,
+    a directory, no permission), instead of with a traceback after minutes of work."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(
+            f"cannot write {flag} {path}: {e.strerror} ({e.filename})", hint="choose a writable path"
+        ) from None
+    if path.is_dir():
+        raise ConfigError(f"cannot write {flag} {path}: it is a directory", hint="give a file name")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigError(f"cannot write {flag} {path}: permission denied", hint="choose a writable path")

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from mcp_rl.cli.app import app, console
+from mcp_rl.cli.options import check_output
 
 
 @app.command("report")
@@ -22,5 +23,6 @@ def report_command(
     per-tool error rates, time per phase, and example trajectories before and after."""
     from mcp_rl.report import write_report
 
+    check_output(out, "--out")
     path = write_report(run_dir, out)
     console.print(f"report written: [bold]{path}[/] (open it in a browser)")

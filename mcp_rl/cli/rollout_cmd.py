@@ -22,6 +22,7 @@ from mcp_rl.cli.options import (
     HeaderOpt,
     NameOpt,
     ServerOpt,
+    check_output,
     server_spec,
     tool_policy,
 )
@@ -87,6 +88,7 @@ def rollout(
         raise ConfigError(
             f"cannot save to {save}: unknown file type", hint="use a .parquet or .jsonl file name"
         )
+    check_output(save, "--save")
     spec = server_spec(server, config, name, env, header)
     policy = tool_policy(allow_tools, deny_tools, allow_destructive)
     cfg = RolloutConfig(

@@ -23,8 +23,8 @@ from mcp_rl.cli.options import (
     server_spec,
     tool_policy,
 )
-from mcp_rl.errors import ConfigError
-from mcp_rl.rundir import RunDir
+from mcp_rl.errors import ConfigError, McpRlError
+from mcp_rl.rundir import RunDir, no_room, no_room_error
 from mcp_rl.servers import ServerSpec
 from mcp_rl.train_config import DEFAULT_JUDGE_MODEL, DEFAULT_POLICY_MODEL, DEFAULT_WRITER_MODEL, TrainConfig
 
@@ -170,5 +170,12 @@ def train_command(
         run.create(cfg.model_dump(mode="json"))
     console.print(f"run directory: [bold]{run.path}[/]")
     trainer = Trainer(cfg, spec, run, say=lambda s: console.print(s, highlight=False))
-    result = anyio.run(trainer.fit, resume is not None)
+    try:
+        result = anyio.run(trainer.fit, resume is not None)
+    except Exception as e:
+        # Writes outside RunDir's own guards (trajectory files, a library's own writer) that ran
+        # out of room still end in one clear, resumable message.
+        if isinstance(e, McpRlError) or not no_room(e):
+            raise
+        raise no_room_error("writing the run", run.path, run.path, e) from None
     _report(result)

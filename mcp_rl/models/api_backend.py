@@ -118,7 +118,13 @@ class ApiModel:
             more = await asyncio.gather(
                 *(self._request(messages, tools, 1, sampling) for _ in range(n - len(out)))
             )
-            out.extend(c for batch in more for c in batch)
+            got = [c for batch in more for c in batch]
+            if not got:  # an endpoint that never returns choices would loop here forever
+                raise ModelError(
+                    f"{self.name}: the endpoint returned no choices",
+                    hint="check the model name and the endpoint's logs; it answered without a completion",
+                )
+            out.extend(got)
         return out[:n]
 
     async def _request(

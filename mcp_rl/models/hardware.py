@@ -80,3 +80,17 @@ def configure_threads(n: int | None = None) -> int:
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
+
+
+def release_memory() -> None:
+    """Give freed memory back to the operating system. On CPU, torch's freed tensors stay in the C
+    allocator's per-thread arenas, so a training process's resident size only ever grows (measured:
+    13 GB after two GRPO steps with the 0.5B policy and the 1.5B judge, most of it free inside the
+    process). glibc's malloc_trim returns it; elsewhere this only collects garbage."""
+    import contextlib
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -9,6 +9,7 @@ client and then waits to be told to close; callers only ever talk to the entered
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -120,8 +121,12 @@ class ServerSession:
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
         self.result_budget = result_budget
+        # A temporary stderr log of our own is removed on a clean close; one that failed to start
+        # is kept, since the error message points at it.
+        self._own_stderr_dir: Path | None = None
         if stderr_path is None:
-            stderr_path = Path(tempfile.mkdtemp(prefix="mcp-rl-server-")) / "server-stderr.log"
+            self._own_stderr_dir = Path(tempfile.mkdtemp(prefix="mcp-rl-server-"))
+            stderr_path = self._own_stderr_dir / "server-stderr.log"
         self.stderr_path = Path(stderr_path)
         self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
         self.all_tools: list[ToolSpec] = []
@@ -153,6 +158,8 @@ class ServerSession:
     async def __aexit__(self, *exc: object) -> None:
         await self._close_connection()
         await self._tg.__aexit__(None, None, None)
+        if self._own_stderr_dir is not None:
+            shutil.rmtree(self._own_stderr_dir, ignore_errors=True)
 
     async def _connect(self) -> None:
         conn = _Connection(self.spec, self.call_timeout, self.stderr_path)

@@ -1,0 +1,66 @@
+"""The output directory: checked before any work, written whole or not at all.
+
+Everything is written into a hidden sibling directory, which replaces the target only once the
+export is complete, so a failed or killed export never leaves a half-written model where a
+loader would pick it up, and `--force` never deletes the old export before the new one exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from mcp_rl.errors import ConfigError
+
+
+def check_output(out: Path, force: bool) -> Path:
+    """The absolute target; ConfigError if it is a file, a non-empty directory (without --force),
+    or cannot be created."""
+    out = out.expanduser().absolute()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"the output {out} is a file", hint="give -o a directory path")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ConfigError(
+            f"the output directory {out} exists and is not empty",
+            hint="choose a new -o directory, or pass --force to replace it",
+        )
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=parent)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the output directory {out}: {exc.strerror or exc}",
+            hint="choose an -o path in a writable directory",
+        ) from None
+    return out
+
+
+@contextlib.contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """Yield a temporary directory next to `out`; on success it replaces `out`."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        yield tmp
+        old = None
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            os.replace(out, old)
+        os.replace(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise ConfigError(
+                f"the disk is full while writing {out}", hint="free some space and export again"
+            ) from None
+        raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
