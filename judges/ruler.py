@@ -160,7 +160,9 @@ class Ruler:
         return SamplingParams(
             temperature=cfg.temperature,
             top_p=1.0,
-            max_new_tokens=cfg.max_new_tokens or 64 + 96 * n,
+            # Room for each trajectory's copied answer and explanation: a reply cut off before its
+            # JSON closes costs a whole repair round (seen with the local 1.5B judge at 96 per item).
+            max_new_tokens=cfg.max_new_tokens or 64 + 160 * n,
             seed=cfg.seed + j,
         )
 

@@ -9,7 +9,6 @@ is the answer; the conversation is kept for the next user message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,11 +18,11 @@ from mcp_rl.errors import McpRlError
 from mcp_rl.models.base import ChatModel, Message, SamplingParams, TokenModel
 from mcp_rl.prompts import system_prompt
 from mcp_rl.rollout.execute import run_calls
-from mcp_rl.rollout.loop import RolloutConfig
+from mcp_rl.rollout.loop import RolloutConfig, api_tool_calls
 from mcp_rl.rollout.pool import PooledSession
 from mcp_rl.servers.results import CallStatus
 from mcp_rl.servers.session import ServerSession
-from mcp_rl.toolcalls import ParsedCall, parse_message
+from mcp_rl.toolcalls import parse_message
 from mcp_rl.trajectory import ToolCallRecord
 
 
@@ -49,18 +48,6 @@ def chat_system_prompt(session: ServerSession, recorded: dict[str, Any] | None =
     if text and recorded.get("server_name", session.server_name) == session.server_name:
         return text, True
     return system_prompt(session.server_name, session.instructions), False
-
-
-def _api_calls(calls: list[ParsedCall], ids: list[str]) -> list[dict[str, Any]]:
-    # API models need the calls in OpenAI form to accept the tool messages that answer them.
-    return [
-        {
-            "id": i,
-            "type": "function",
-            "function": {"name": c.name or "invalid", "arguments": json.dumps(c.arguments or {})},
-        }
-        for c, i in zip(calls, ids, strict=True)
-    ]
 
 
 class Chat:
@@ -127,7 +114,7 @@ class Chat:
                 return Reply(answer=content.strip(), calls=records, truncated=finish == "length")
             ids = [f"call_{self._turns}_{k}" for k in range(len(parsed.calls))]
             if not isinstance(self.model, TokenModel):
-                assistant["tool_calls"] = _api_calls(parsed.calls, ids)
+                assistant["tool_calls"] = api_tool_calls(parsed.calls, ids)
             seen = self.ps.generation
             new = await run_calls(self.ps, parsed.calls, turn, self.config.max_calls_per_turn)
             crashed = any(r.status is CallStatus.CRASH for r in new)

@@ -19,4 +19,7 @@ class GRPOConfig(BaseModel):
     """Sampled positions per output-head chunk: bounds the [chunk, vocab] logits in memory."""
     temperature: float = 1.0
     """The sampling temperature: log-probs are recomputed from logits / temperature to match."""
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool = True
+    """Recompute activations in the backward pass. The 0.5B policy on 4 x 3,000-token episodes:
+    peak 4.6 GiB instead of 11.7 GiB, for 1.5x the step time (bench/bench_step_memory.py). On by
+    default so that a policy, its judge and a step fit a 24 GiB machine with room to spare."""

@@ -66,7 +66,7 @@ def _sampling(config: RolloutConfig, max_new: int, task_id: str, index: int, tur
     )
 
 
-def _api_tool_calls(calls: list[ParsedCall], ids: list[str]) -> list[dict[str, Any]]:
+def api_tool_calls(calls: list[ParsedCall], ids: list[str]) -> list[dict[str, Any]]:
     """OpenAI-style `tool_calls` for API models, which need them to accept the tool messages."""
     return [
         {
@@ -143,7 +143,7 @@ async def run_episode(
 
         ids = [f"call_{turns}_{k}" for k in range(len(parsed.calls))]
         if trace is None:
-            assistant["tool_calls"] = _api_tool_calls(parsed.calls, ids)
+            assistant["tool_calls"] = api_tool_calls(parsed.calls, ids)
         seen_generation = ps.generation
         c0 = time.monotonic()
         new = await run_calls(ps, parsed.calls, turns, config.max_calls_per_turn)
