@@ -492,3 +492,14 @@ def test_force_replaces_a_previous_export(tiny_run, tmp_path):
     # a PEFT export is itself a valid source: re-export it (e.g. to another directory)
     again = _export(out, "peft", tmp_path / "again")
     assert json.loads((again / EXPORT_INFO).read_text())["base_model"] == "tiny"
+
+
+def test_an_export_is_readable_by_other_users(tiny_run, tmp_path):
+    # the staging directory is made private; a model server running as its own user (Ollama's
+    # service) must still be able to read the export
+    old = os.umask(0o022)
+    try:
+        out = _export(tiny_run, "peft", tmp_path / "shared")
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o755

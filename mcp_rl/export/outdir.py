@@ -52,6 +52,11 @@ def staged(out: Path) -> Iterator[Path]:
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             os.replace(out, old)
+        # mkdtemp makes the staging directory private (0700); an export is meant to be read by other
+        # programs, e.g. an Ollama service running as its own user: give it the usual mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
         os.replace(tmp, out)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
