@@ -150,3 +150,24 @@ def test_tool_output_that_gives_orders_cannot_make_the_policy_call_a_denied_tool
     )
     assert t.end == "answer"
     assert log.read_text().split() == ["injected"], "the server never saw the destructive call"
+
+
+def test_a_server_that_prints_its_secrets_leaves_none_in_its_stderr_log(tmp_path: Path) -> None:
+    """Servers write what they like on stderr, e.g. their own environment at start. The log is kept in
+    the run directory, so secrets are taken out of it when the process ends, and out of any error hint."""
+    from mcp_rl.servers import ServerSession
+
+    command = f"sh -c 'echo \"starting with key=$API_KEY auth=$TOKEN\" >&2; exec {INVENTORY}'"
+    spec = ServerSpec.parse(command, env={"API_KEY": ENV_SECRET, "TOKEN": f"Bearer {HEADER_SECRET}"})
+    log = tmp_path / "server-0.stderr.log"
+
+    async def main() -> str:
+        async with ServerSession(spec, stderr_path=log) as s:
+            assert s.tools  # the server really ran
+            return s.stderr_tail()
+
+    tail = anyio.run(main)
+    text = log.read_text()
+    assert "starting with key=" in text and "***" in text
+    assert ENV_SECRET not in text and HEADER_SECRET not in text
+    assert ENV_SECRET not in tail and HEADER_SECRET not in tail

@@ -199,6 +199,22 @@ class ServerSession:
         if not conn.closed.is_set():
             conn.scope.cancel()
             await conn.closed.wait()
+        self._scrub_stderr()
+
+    def _scrub_stderr(self) -> None:
+        """A server may print its environment or headers: secrets are taken out of its stderr log once
+        the process is gone (the log lives in the run directory)."""
+        if not self.spec.secret_values():
+            return
+        try:
+            text = self.stderr_path.read_text(encoding="utf-8", errors="replace")
+            clean = self.spec.redact(text)
+            if clean != text:
+                tmp = self.stderr_path.with_name(self.stderr_path.name + ".tmp")
+                tmp.write_text(clean, encoding="utf-8")
+                os.replace(tmp, self.stderr_path)
+        except OSError:
+            pass  # no log (never started) or unwritable: nothing to scrub
 
     async def restart(self) -> None:
         """A fresh connection (a new process for stdio). Tools are re-listed."""
@@ -377,7 +393,7 @@ class ServerSession:
                 text = f.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+        return self.spec.redact("\n".join(text.strip().splitlines()[-lines:]))
 
     def _stderr_hint(self, default: str = "") -> str:
         tail = self.stderr_tail()

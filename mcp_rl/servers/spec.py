@@ -126,8 +126,25 @@ class ServerSpec(BaseModel):
         data["headers"] = {k: "***" for k in self.headers}
         return data
 
+    def secret_values(self) -> list[str]:
+        """Every value that must never be written down: env and header values (and the token of an
+        "Authorization: Bearer <token>" style header), longest first so that redaction is greedy."""
+        values: set[str] = set()
+        for v in [*self.env.values(), *self.headers.values()]:
+            values.add(v)
+            values.update(w for w in v.split() if w.lower() not in _AUTH_SCHEMES)
+        return sorted((v for v in values if len(v) >= 6), key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for v in self.secret_values():
+            text = text.replace(v, "***")
+        return text
+
     def describe(self) -> str:
         return self.url if self.transport != "stdio" else shlex.join(self.command)
+
+
+_AUTH_SCHEMES = {"bearer", "basic", "token", "digest", "apikey"}
 
 
 def _name_from_argv(argv: list[str]) -> str:
