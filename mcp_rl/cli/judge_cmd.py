@@ -192,8 +192,14 @@ def judge(
         cache = None if no_cache else JudgeCache(cache_dir or cache_root() / "judge")
         ruler = Ruler(load_judge(judge_model), cfg, cache)
 
-    with err_console.status(f"judging {len(trajs)} trajectories ..."):
-        report = anyio.run(judge_trajectories, trajs, task_map, ruler, None, tool_list)
+    try:
+        with err_console.status(f"judging {len(trajs)} trajectories ..."):
+            report = anyio.run(judge_trajectories, trajs, task_map, ruler, None, tool_list)
+    finally:
+        if ruler is not None:  # stop a local judge's generation worker before exit (else: abort)
+            from mcp_rl.models import close_models
+
+            close_models(ruler.judge)
     _print(trajs, report, task_map)
     if output is not None:
         save_trajectories(trajs, output)

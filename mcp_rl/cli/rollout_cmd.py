@@ -100,7 +100,9 @@ def rollout(
         seed=seed,
     )
 
-    from mcp_rl.models.registry import load_model
+    from mcp_rl.models.registry import close_models, load_model
+
+    loaded: list[object] = []
 
     async def main() -> list[list[Trajectory]]:
         pool = SessionPool(
@@ -132,6 +134,7 @@ def rollout(
             t0 = time.monotonic()
             with err_console.status(f"loading model {model} ..."):
                 chat_model = await anyio.to_thread.run_sync(load_model, model)
+            loaded.append(chat_model)
             err_console.print(
                 f"[dim]model {model} ready in {time.monotonic() - t0:.1f} s; running {n} x {len(tasks)} episodes[/]"
             )
@@ -141,7 +144,12 @@ def rollout(
         finally:
             await pool.__aexit__(None, None, None)
 
-    groups = anyio.run(main)
+    try:
+        groups = anyio.run(main)
+    finally:
+        # A generation worker still running at interpreter exit aborts the process
+        # ("terminate called without an active exception", exit -6): stop it first.
+        close_models(*loaded)
     for trajs in groups:
         print_trajectories(console, trajs)
     if save is not None:
