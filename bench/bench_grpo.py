@@ -187,16 +187,16 @@ def worker_trl(args: argparse.Namespace) -> dict[str, Any]:
         peft_config=LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"),
     )
     gen_times: list[float] = []
+    gen_tokens: list[int] = []
     inner = trainer._generate_and_score_completions
 
     def timed(*a: Any, **k: Any) -> Any:
         t = time.perf_counter()
         out = inner(*a, **k)
         gen_times.append(time.perf_counter() - t)
-        gen_times_tokens.append(int(out["completion_mask"].sum()))
+        gen_tokens.append(int(out["completion_mask"].sum()))
         return out
 
-    gen_times_tokens: list[int] = []
     trainer._generate_and_score_completions = timed  # type: ignore[method-assign]
     step_times: list[float] = []
 
@@ -211,7 +211,7 @@ def worker_trl(args: argparse.Namespace) -> dict[str, Any]:
     trainer.train()
     steps = [
         {"generate_s": g, "train_s": s - g, "new_tokens": n}
-        for g, s, n in zip(gen_times, step_times, gen_times_tokens, strict=False)
+        for g, s, n in zip(gen_times, step_times, gen_tokens, strict=False)
     ]
     prompt_tokens = [len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts]
     return {"steps": steps, "prompt_tokens": prompt_tokens, "peak_rss_gib": peak_rss_gib()}
