@@ -13,10 +13,13 @@ optimizer); TRL's generation is timed by wrapping its `_generate_and_score_compl
 The machine's limit for the training part: forward + backward through frozen weights costs about
 4 x params FLOPs per token (2 forward, 2 for the activation gradients; LoRA's own weights are
 negligible), so the floor is 4 x params x tokens / bf16 matmul peak (measured here, as in
-bench_generate). Its share is reported for both.
+bench_generate), counting the tokens the decoder really runs. Its share is reported for each.
 
     python -m bench.bench_grpo [--model qwen2.5-coder-0.5b-instruct] [--prompts 2] [--group 4]
-                               [--new 128] [--steps 3] [--trl-gc]
+                               [--new 128] [--steps 3] [--trl-gc] [--no-trl]
+
+Ours runs twice, with prefix sharing (the default: each prompt runs through the decoder once per
+group) and without it (once per sample, as TRL does), so the gain of sharing is a ratio from one run.
 
 Needs TRL (`pip install trl`; not a dependency of mcp-rl). Prints figures, never pass/fail.
 """
@@ -95,7 +98,7 @@ def worker_ours(args: argparse.Namespace) -> dict[str, Any]:
     model = load_model(args.model)
     model.attach_lora(r=16, alpha=32)
     model.stop_token_ids.clear()  # exactly --new tokens per sample, as on the TRL side
-    cfg = GRPOConfig(gradient_checkpointing=args.ours_gc)
+    cfg = GRPOConfig(gradient_checkpointing=args.ours_gc, share_prefix=args.worker == "ours")
     opt = make_optimizer(model.model, cfg)
     ps = [model.encode(t) for t in prompt_texts(model, args.prompts)]
     rng = random.Random(0)
@@ -244,19 +247,22 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--trl-gc", action="store_true", help="TRL with gradient checkpointing (its default)")
     ap.add_argument("--ours-gc", action="store_true", help="ours with gradient checkpointing")
-    ap.add_argument("--worker", choices=["ours", "trl"], help=argparse.SUPPRESS)
+    ap.add_argument("--no-trl", action="store_true", help="only ours, with and without prefix sharing")
+    ap.add_argument("--worker", choices=["ours", "ours-unshared", "trl"], help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
     if args.worker:
-        fn = worker_ours if args.worker == "ours" else worker_trl
+        fn = worker_trl if args.worker == "trl" else worker_ours
         print("RESULT " + json.dumps(fn(args)), flush=True)
         return
 
     argv = [a for a in sys.argv[1:] if not a.startswith("--json")]
     if args.json:
         argv = [a for a in argv if a != args.json]
-    ours = run_worker("ours", argv)
-    trl = run_worker("trl", argv)
+    results = {"ours": run_worker("ours", argv), "ours-unshared": run_worker("ours-unshared", argv)}
+    if not args.no_trl:
+        results["trl"] = run_worker("trl", argv)
+    ours = results["ours"]
     import torch
 
     from mcp_rl.models import close_models, load_model
@@ -266,16 +272,19 @@ def main() -> None:
     close_models(m)
     peak = matmul_peak_flops()
     rows = {}
-    for name, res in (("ours", ours), ("trl", trl)):
+    for name, res in results.items():
         s = best(res["steps"])
         tokens = sum(res["prompt_tokens"]) * args.group + s["new_tokens"]
-        floor = 4 * params * tokens / peak
+        # What the decoder really runs: with prefix sharing each prompt once, not once per sample.
+        run_tokens = tokens if name != "ours" else sum(res["prompt_tokens"]) + s["new_tokens"]
+        floor = 4 * params * run_tokens / peak
         rows[name] = {
             **s,
             "step_s": s["generate_s"] + s["train_s"],
             "gen_tok_s": s["new_tokens"] / s["generate_s"],
             "train_share_of_bf16_peak": floor / s["train_s"],
             "train_tokens": tokens,
+            "decoder_tokens": run_tokens,
             "peak_rss_gib": res["peak_rss_gib"],
             "all_steps": res["steps"],
         }
@@ -283,14 +292,19 @@ def main() -> None:
           f"{args.new} new tokens each, prompt {ours['prompt_tokens']} tokens; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads; bf16 matmul peak {peak / 1e9:.0f} GFLOP/s")  # fmt: skip
     print(
-        f"{'':6} {'step s':>8} {'generate s':>11} {'train s':>8} {'gen tok/s':>10} {'train % of peak':>16} {'peak RSS GiB':>13}"
+        f"{'':14} {'step s':>8} {'generate s':>11} {'train s':>8} {'gen tok/s':>10} {'decoder tokens':>15} "
+        f"{'train % of peak':>16} {'peak RSS GiB':>13}"
     )
     for name, r in rows.items():
-        print(f"{name:6} {r['step_s']:8.1f} {r['generate_s']:11.1f} {r['train_s']:8.1f} {r['gen_tok_s']:10.1f} "
-              f"{r['train_share_of_bf16_peak']:16.1%} {r['peak_rss_gib']:13.2f}")  # fmt: skip
-    o, t = rows["ours"], rows["trl"]
-    print(f"ratio TRL/ours: step {t['step_s'] / o['step_s']:.2f}x, generation {t['generate_s'] / o['generate_s']:.2f}x, "
-          f"training {t['train_s'] / o['train_s']:.2f}x, peak memory {t['peak_rss_gib'] / o['peak_rss_gib']:.2f}x")  # fmt: skip
+        print(f"{name:14} {r['step_s']:8.1f} {r['generate_s']:11.1f} {r['train_s']:8.1f} {r['gen_tok_s']:10.1f} "
+              f"{r['decoder_tokens']:15d} {r['train_share_of_bf16_peak']:16.1%} {r['peak_rss_gib']:13.2f}")  # fmt: skip
+    o, u = rows["ours"], rows["ours-unshared"]
+    print(f"prefix sharing: training {u['train_s'] / o['train_s']:.2f}x faster "
+          f"({u['decoder_tokens']} -> {o['decoder_tokens']} decoder tokens)")  # fmt: skip
+    if "trl" in rows:
+        t = rows["trl"]
+        print(f"ratio TRL/ours: step {t['step_s'] / o['step_s']:.2f}x, generation {t['generate_s'] / o['generate_s']:.2f}x, "
+              f"training {t['train_s'] / o['train_s']:.2f}x, peak memory {t['peak_rss_gib'] / o['peak_rss_gib']:.2f}x")  # fmt: skip
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "params": params, "bf16_peak_flops": peak, **rows}, f, indent=2)

@@ -123,7 +123,16 @@ def split_items(reference: str) -> list[str]:
     return [p for p in (s.strip(" .") for s in _SPLIT.split(ref)) if p]
 
 
+_ISO_T = re.compile(r"(\d)[Tt](\d{1,2}:\d{2})")
+
+
+def _unglue_iso(text: str) -> str:
+    """ISO 8601's date-time separator is a letter: "2026-12-02T13:59" holds the time 13:59."""
+    return _ISO_T.sub(r"\1 \2", text)
+
+
 def item_present(item: str, answer: str, rel_tol: float = 0.01, abs_tol: float = 1e-6) -> bool:
+    item, answer = _unglue_iso(item), _unglue_iso(answer)
     n_item, n_answer = normalize(item), normalize(answer)
     if n_item and re.search(rf"(?<!\w){re.escape(n_item)}(?!\w)", n_answer):
         return True

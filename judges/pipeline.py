@@ -8,7 +8,7 @@ a reward from the checks alone, so the run goes on and nothing is skipped silent
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -28,6 +28,8 @@ class JudgeReport(BaseModel):
     groups: list[GroupScore] = []
     unscored: int = 0
     """Groups the judge could not score (their rewards come from the checks alone)."""
+    checked_only: int = 0
+    """Groups left to the checks on purpose (grounded tasks, with `judge_grounded=False`)."""
     usage: Usage = Usage()
 
     @property
@@ -41,6 +43,10 @@ def group_trajectories(trajs: list[Trajectory]) -> dict[str, list[Trajectory]]:
     for t in trajs:
         groups.setdefault(t.group_id or t.task_id, []).append(t)
     return groups
+
+
+def has_reference(task: Task | None) -> bool:
+    return bool(task is not None and task.reference_answer and task.reference_answer.strip())
 
 
 def _task_for(task: Task | None, fresh: FreshReference | None) -> Task | None:
@@ -57,9 +63,13 @@ async def judge_trajectories(
     reward: RewardConfig | None = None,
     tools: list[Any] | None = None,
     fresh: Mapping[str, FreshReference] | None = None,
+    on_group: Callable[[GroupScore], None] | None = None,
+    judge_grounded: bool = True,
 ) -> JudgeReport:
     """Score every group with `ruler` (None: checks only), then set reward and components on each
-    trajectory. `fresh` maps task ids to references refreshed against the live server."""
+    trajectory. `fresh` maps task ids to references refreshed against the live server.
+    `judge_grounded=False`: groups of a task with a (still valid) reference answer are graded by the
+    checks alone, the judge is asked only where nothing else can grade."""
     tasks = tasks or {}
     fresh = fresh or {}
     grouped = group_trajectories(trajs)
@@ -68,10 +78,14 @@ async def judge_trajectories(
         tid = members[0].task_id
         inputs.append((members, _task_for(tasks.get(tid), fresh.get(tid)), tools))
     report = JudgeReport()
-    if ruler is not None:
-        report.groups = await ruler.score_groups(inputs)
+    judged = [i for i, (_, task, _) in enumerate(inputs) if judge_grounded or not has_reference(task)]
+    scores: dict[int, GroupScore] = {}
+    if ruler is not None and judged:
+        report.groups = await ruler.score_groups([inputs[i] for i in judged], on_group)
+        scores = dict(zip(judged, report.groups, strict=True))
+    report.checked_only = len(inputs) - len(scores) if ruler is not None else 0
     for i, (members, task, _) in enumerate(inputs):
-        gs = report.groups[i] if report.groups else None
+        gs = scores.get(i)
         if gs is not None:
             report.usage = report.usage + gs.usage
             if not gs.scored:

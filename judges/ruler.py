@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -261,9 +262,12 @@ class Ruler:
         return out
 
     async def score_groups(
-        self, groups: list[tuple[list[Trajectory], Task | None, list[Any] | None]]
+        self,
+        groups: list[tuple[list[Trajectory], Task | None, list[Any] | None]],
+        on_group: Callable[[GroupScore], None] | None = None,
     ) -> list[GroupScore]:
-        """Score many groups concurrently (bounded by `max_concurrency` judge calls in flight)."""
+        """Score many groups concurrently (bounded by `max_concurrency` judge calls in flight);
+        `on_group` is called as each one is done (progress display)."""
         for trajs, _, _ in groups:
             _check_group(trajs)  # misuse raises here, before any call, not inside the task group
         results: list[GroupScore | None] = [None] * len(groups)
@@ -271,6 +275,8 @@ class Ruler:
         async def run(i: int) -> None:
             trajs, task, tools = groups[i]
             results[i] = await self.score_group(trajs, task, tools)
+            if on_group is not None:
+                on_group(results[i])
 
         async with anyio.create_task_group() as tg:
             for i in range(len(groups)):

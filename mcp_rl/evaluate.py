@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -43,15 +43,22 @@ async def score(
     reward: RewardConfig,
     judge: ChatModel | None,
     cache: JudgeCache | None,
+    on_group: Callable[[Any], None] | None = None,
+    judge_grounded: bool = True,
 ) -> dict[str, Any]:
-    """Reward every trajectory (RULER + checks) and decide its success. Returns judge stats."""
+    """Reward every trajectory (RULER + checks) and decide its success. Returns judge stats.
+    `on_group` is called as the judge finishes each group (progress display)."""
     involved = list({t.task_id: tasks[t.task_id] for t in trajs if t.task_id in tasks}.values())
     fresh = await fresh_references(pool, involved)
-    report = await judge_trajectories(trajs, tasks, ruler, reward, tools=pool.tools, fresh=fresh)
+    report = await judge_trajectories(
+        trajs, tasks, ruler, reward, tools=pool.tools, fresh=fresh, on_group=on_group,
+        judge_grounded=judge_grounded,
+    )  # fmt: skip
     await decide_all(trajs, tasks, judge, cache, fresh)
     u = report.usage
     return {
         "unscored_groups": report.unscored,
+        "checked_only_groups": report.checked_only,
         "judge_calls": u.calls,
         "judge_cached": u.cached,
         "judge_tokens": u.prompt_tokens + u.completion_tokens,

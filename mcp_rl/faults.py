@@ -4,9 +4,12 @@
 
 When the variable names this phase and step, `fault_point` sends SIGKILL to its own process: no
 cleanup, no flush, exactly what a power cut or the OOM killer does to the trainer. Unset (always,
-outside tests) it is one dictionary lookup. Phases: rollout, optimizer (train.py), checkpoint
-(while a checkpoint is half written) and commit (checkpoint on disk, step not yet committed),
-both in rundir.py.
+outside tests) it is one dictionary lookup. Phases, in the order a step meets them:
+during-rollouts (one episode of the step has ended, the others are running), rollout (all episodes
+done, nothing scored), during-training (part of the batch's gradients accumulated), optimizer (the
+LoRA updated in memory only), all in train.py; checkpoint (a checkpoint half written) and commit
+(checkpoint on disk, step not yet committed), in rundir.py. Evaluations have during-eval and
+during-base-eval.
 """
 
 from __future__ import annotations

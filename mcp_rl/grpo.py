@@ -12,19 +12,22 @@ Given groups of trajectories (N attempts at the same task) with rewards:
 
 Memory: the vocabulary has 152k entries, so logits are never materialized for a whole sequence:
 the decoder runs once, and the output head is applied only at sampled positions, in chunks.
+Compute: the N attempts of a group open with the same tokens (system prompt, tools, task); that
+opening runs once per group and the attempts attend to its keys and values (`prefix.py`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import torch
 
 from mcp_rl.grpo_config import GRPOConfig
+from mcp_rl.prefix import MIN_SHARED_TOKENS, SharedPrefix, shared_length, supports_sharing
 from mcp_rl.trajectory import Trajectory
 
 __all__ = ["GRPOConfig", "grpo_step", "make_optimizer"]
@@ -70,12 +73,21 @@ def _decoder_and_head(model: Any) -> tuple[Any, Any]:
 
 
 def sampled_logprobs(
-    model: Any, input_ids: torch.Tensor, attn: torch.Tensor, mask: torch.Tensor, cfg: GRPOConfig
+    model: Any,
+    input_ids: torch.Tensor,
+    attn: torch.Tensor,
+    mask: torch.Tensor,
+    cfg: GRPOConfig,
+    prefix: SharedPrefix | None = None,
 ) -> torch.Tensor:
     """Log-probs of input_ids[:, t] at every position where mask[:, t] == 1, as a flat tensor
-    (row-major order of the masked positions)."""
+    (row-major order of the masked positions). With `prefix`, every row begins with that already
+    computed opening and only the rest of each row runs through the decoder."""
     body, head = _decoder_and_head(model)
-    hidden = body(input_ids=input_ids, attention_mask=attn).last_hidden_state  # [B, L, H]
+    if prefix is None:
+        hidden = body(input_ids=input_ids, attention_mask=attn).last_hidden_state  # [B, L, H]
+    else:
+        hidden = prefix.hidden(body, input_ids, attn)
     # Token t is predicted by the hidden state at t-1.
     target_mask = mask[:, 1:].bool()
     h = hidden[:, :-1][target_mask]  # [M, H]
@@ -115,7 +127,7 @@ def grpo_loss(
         delta = ref_lp - new_lp
         kl = torch.exp(delta) - delta - 1
         loss = loss + kl_coef * (kl * weights).sum()
-        stats["kl"] = float((kl * weights).sum())
+        stats["kl"] = float((kl.detach() * weights).sum())
     return loss, stats
 
 
@@ -142,46 +154,80 @@ def _adapter_off(model: Any) -> Iterator[None]:
         yield
 
 
+def _by_group(kept: list[tuple[Trajectory, float]]) -> list[list[tuple[Trajectory, float]]]:
+    groups: dict[str, list[tuple[Trajectory, float]]] = defaultdict(list)
+    for t, a in kept:
+        groups[t.group_id or t.task_id].append((t, a))
+    return list(groups.values())
+
+
+def _opening(model: Any, members: list[tuple[Trajectory, float]], cfg: GRPOConfig) -> SharedPrefix | None:
+    """The group's shared opening, run once (None when sharing is off, unsupported or not worth it)."""
+    body, _ = _decoder_and_head(model)
+    if not cfg.share_prefix or len(members) < 2 or not supports_sharing(body):
+        return None
+    seqs = [t.token_ids for t, _ in members]
+    n = shared_length(seqs, [t.sampled_mask.index(1) for t, _ in members])
+    if n < MIN_SHARED_TOKENS:
+        return None
+    return SharedPrefix(body, torch.tensor([seqs[0][:n]]))
+
+
 def grpo_step(
     model: Any,
     optimizer: torch.optim.Optimizer,
     trajectories: list[Trajectory],
     cfg: GRPOConfig,
     pad_id: int = 0,
+    on_progress: Callable[[int], None] | None = None,
 ) -> dict[str, float]:
-    """Advantages, loss over micro-batches with gradient accumulation, one optimizer step."""
+    """Advantages, loss over micro-batches with gradient accumulation, one optimizer step.
+    `on_progress(k)` is told each time k more trajectories are done (progress display)."""
     kept, dropped = assign_advantages(trajectories, cfg.scale_by_std)
     stats: dict[str, float] = {"groups_dropped": dropped, "trajectories_trained": len(kept), "loss": 0.0}
+    if on_progress is not None:
+        on_progress(len(trajectories) - len(kept))  # dropped ones are done already
     if not kept:
         return stats
     model.train()
-    if cfg.gradient_checkpointing and hasattr(model, "gradient_checkpointing_enable"):
-        model.gradient_checkpointing_enable()
+    if cfg.gradient_checkpointing:
+        # transformers 5.x renamed it (the old name warns); PEFT models forward either
+        enable = getattr(model, "activation_checkpointing_enable", None) or getattr(
+            model, "gradient_checkpointing_enable", None
+        )
+        if enable is not None:
+            enable()
     optimizer.zero_grad(set_to_none=True)
     n = len(kept)
     clip_fracs, ratios, kls = [], [], []
-    for start in range(0, n, cfg.micro_batch):
-        chunk = kept[start : start + cfg.micro_batch]
-        trajs = [t for t, _ in chunk]
-        ids, attn, mask, old = _pad(trajs, pad_id)
-        target_mask = mask[:, 1:].bool()
-        old_lp = old[:, 1:][target_mask]
-        # Per sampled token: its trajectory's advantage and weight 1 / (T_i * n).
-        adv = torch.cat([torch.full((t.num_sampled_tokens,), a) for t, a in chunk])
-        w = torch.cat(
-            [torch.full((t.num_sampled_tokens,), 1.0 / (t.num_sampled_tokens * n)) for t, _ in chunk]
-        )
-        ref_lp = None
-        if cfg.kl_coef > 0:
-            with torch.no_grad(), _adapter_off(model):
-                ref_lp = sampled_logprobs(model, ids, attn, mask, cfg)
-        new_lp = sampled_logprobs(model, ids, attn, mask, cfg)
-        loss, s = grpo_loss(new_lp, old_lp, adv, w, cfg.clip_eps, ref_lp, cfg.kl_coef)
-        loss.backward()
-        stats["loss"] += float(loss.detach())
-        clip_fracs.append(s["clip_frac"])
-        ratios.append(s["ratio_mean"])
-        kls.append(s.get("kl", 0.0))
+    for members in _by_group(kept):
+        opening = _opening(model, members, cfg)  # run once for the whole group
+        for start in range(0, len(members), cfg.micro_batch):
+            chunk = members[start : start + cfg.micro_batch]
+            trajs = [t for t, _ in chunk]
+            ids, attn, mask, old = _pad(trajs, pad_id)
+            target_mask = mask[:, 1:].bool()
+            old_lp = old[:, 1:][target_mask]
+            # Per sampled token: its trajectory's advantage and weight 1 / (T_i * n).
+            adv = torch.cat([torch.full((t.num_sampled_tokens,), a) for t, a in chunk])
+            w = torch.cat(
+                [torch.full((t.num_sampled_tokens,), 1.0 / (t.num_sampled_tokens * n)) for t, _ in chunk]
+            )
+            ref_lp = None
+            if cfg.kl_coef > 0:
+                with torch.no_grad(), _adapter_off(model):
+                    ref_lp = sampled_logprobs(model, ids, attn, mask, cfg)
+            new_lp = sampled_logprobs(model, ids, attn, mask, cfg, opening)
+            loss, s = grpo_loss(new_lp, old_lp, adv, w, cfg.clip_eps, ref_lp, cfg.kl_coef)
+            loss.backward()  # into the LoRA weights, and onto the opening's outputs
+            stats["loss"] += float(loss.detach())
+            clip_fracs.append(s["clip_frac"])
+            ratios.append(s["ratio_mean"])
+            kls.append(s.get("kl", 0.0))
+            if on_progress is not None:
+                on_progress(len(chunk))
+        if opening is not None:
+            opening.backward()  # the group's gradient through the opening, once
     params = [p for p in model.parameters() if p.requires_grad]
     stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
     optimizer.step()

@@ -23,16 +23,18 @@ import torch
 
 from judges import JudgeCache, JudgeConfig, Ruler, load_rubric
 from mcp_rl.errors import ConfigError, TaskError
-from mcp_rl.evaluate import decide_all, score, summarize
+from mcp_rl.evaluate import decide_all, fresh_references, score, summarize
 from mcp_rl.faults import fault_point
 from mcp_rl.grpo import grpo_step, make_optimizer
 from mcp_rl.models import close_models, load_model
 from mcp_rl.models.base import ChatModel
 from mcp_rl.models.hardware import release_memory
+from mcp_rl.phases import Phases
 from mcp_rl.prompts import ANSWER_CONVENTION, system_prompt
 from mcp_rl.rollout import SessionPool, run_tasks
 from mcp_rl.rundir import RunDir, RunState
 from mcp_rl.servers import ServerSpec
+from mcp_rl.tracking import Tracker, check_trackers, open_trackers
 from mcp_rl.train_config import TrainConfig
 from mcp_rl.trajectory import Trajectory
 from scenario_gen.task import Task
@@ -43,15 +45,24 @@ HELPER_SLOTS = 4
 
 class Trainer:
     def __init__(
-        self, cfg: TrainConfig, spec: ServerSpec, run: RunDir, say: Say = print, policy: Any = None
+        self,
+        cfg: TrainConfig,
+        spec: ServerSpec,
+        run: RunDir,
+        say: Say = print,
+        policy: Any = None,
+        phases: Phases | None = None,
     ) -> None:
-        """`policy`: an already loaded TransformersModel to train instead of loading `cfg.model`."""
+        """`policy`: an already loaded TransformersModel to train instead of loading `cfg.model`.
+        `phases`: how progress within a step is shown (default: not at all)."""
         self.cfg, self.spec, self.run, self.say = cfg, spec, run, say
+        self.phases = phases or Phases()
         self.policy: Any = policy
         self.judge: ChatModel | None = None
         self.ruler: Ruler | None = None
         self.cache = JudgeCache(run.judge_cache)
         self.reward = cfg.reward
+        self.trackers: list[Tracker] = []
         self._helpers: dict[str, ChatModel] = {}
 
     # --- setup -----------------------------------------------------------------------------
@@ -146,13 +157,26 @@ class Trainer:
 
     # --- the pieces of a step --------------------------------------------------------------
     async def episodes(
-        self, pool: SessionPool, tasks: list[Task], n: int, step: int, temperature: float | None = None
+        self,
+        pool: SessionPool,
+        tasks: list[Task],
+        n: int,
+        step: int,
+        temperature: float | None = None,
+        phase: str = "rollouts",
     ) -> list[Trajectory]:
         update: dict[str, Any] = {"seed": self.cfg.seed * 100_003 + step}
         if temperature is not None:
             update["temperature"] = temperature
         rollout = self.cfg.rollout.model_copy(update=update)
-        groups = await run_tasks(self.policy, pool, tasks, n, rollout)
+        point = f"during-{phase.replace(' ', '-')}"
+        with self.phases.phase(phase, len(tasks) * n) as advance:
+
+            def ended(_t: Trajectory) -> None:
+                advance(1)
+                fault_point(point, step)  # a kill while the step's other episodes still run
+
+            groups = await run_tasks(self.policy, pool, tasks, n, rollout, on_episode=ended)
         trajs = [t for g in groups for t in g]
         for t in trajs:
             t.metadata["step"] = step
@@ -165,10 +189,12 @@ class Trainer:
         n, temp = self.cfg.eval_samples, self.cfg.eval_temperature
         if step == 0:
             with self.policy.adapter_disabled():
-                trajs = await self.episodes(pool, val, n, step, temp)
+                trajs = await self.episodes(pool, val, n, step, temp, phase="base eval")
         else:
-            trajs = await self.episodes(pool, val, n, step, temp)
-        await decide_all(trajs, tasks, self.judge, self.cache)
+            trajs = await self.episodes(pool, val, n, step, temp, phase="eval")
+        # Answers that move with time or state are graded against what the server says now.
+        fresh = await fresh_references(pool, val)
+        await decide_all(trajs, tasks, self.judge, self.cache, fresh)
         self.run.save_trajectories(trajs, self.run.eval_file(step))
         return {
             "kind": "base_eval" if step == 0 else "eval",
@@ -176,6 +202,36 @@ class Trainer:
             **summarize(trajs),
             "seconds": time.monotonic() - t0,
         }
+
+    async def judged(
+        self, pool: SessionPool, trajs: list[Trajectory], tasks: dict[str, Task], groups: int
+    ) -> dict[str, Any]:
+        """RULER + checks -> a reward on every trajectory. Returns the judge's stats."""
+        with self.phases.phase("judging", groups if self.ruler else 0) as advance:
+            return await score(
+                trajs, tasks, pool, self.ruler, self.reward, self.judge, self.cache,
+                on_group=lambda _g: advance(1), judge_grounded=self.cfg.judge_grounded,
+            )  # fmt: skip
+
+    def _to_judge(self, batch: list[Task]) -> int:
+        """How many of the step's groups go to the judge (for the progress bar)."""
+        if self.cfg.judge_grounded:
+            return len(batch)
+        return sum(1 for t in batch if not (t.reference_answer and t.reference_answer.strip()))
+
+    def trained(self, optimizer: torch.optim.Optimizer, trajs: list[Trajectory], step: int) -> dict[str, Any]:
+        """One GRPO step on the LoRA. Returns its stats."""
+        with self.phases.phase("training", len(trajs)) as advance:
+
+            def progress(k: int) -> None:
+                advance(k)
+                if k:  # part of the batch's gradients accumulated, the update not yet made
+                    fault_point("during-training", step)
+
+            return grpo_step(
+                self.policy.model, optimizer, trajs, self.cfg.grpo,
+                pad_id=self.policy.pad_token_id, on_progress=progress,
+            )  # fmt: skip
 
     # --- the loop --------------------------------------------------------------------------
     async def fit(self, resume: bool = False) -> dict[str, Any]:
@@ -187,6 +243,15 @@ class Trainer:
     def close(self) -> None:
         """Stop local generation workers (a worker left running aborts the interpreter at exit)."""
         close_models(self.policy, *self._helpers.values())
+        for tracker in self.trackers:
+            tracker.close()
+        self.trackers = []
+
+    def _record(self, metrics: dict[str, Any]) -> None:
+        """A metrics record: into metrics.jsonl, then to the trackers asked for."""
+        self.run.append_metrics(metrics)
+        for tracker in self.trackers:
+            tracker.log(metrics)
 
     async def _fit(self, resume: bool) -> dict[str, Any]:
         cfg, run = self.cfg, self.run
@@ -195,6 +260,8 @@ class Trainer:
         if removed:
             self.say(f"redoing a half-written step: removed {', '.join(removed)}")
         torch.manual_seed(cfg.seed)
+        committed = state.completed_step if state.base_evaluated else -1
+        self.trackers = open_trackers(cfg.log_to, run.path, cfg.model_dump(mode="json"), committed)
         self.load_models()
         optimizer = make_optimizer(self.policy.model, cfg.grpo)
         if state.completed_step:
@@ -210,7 +277,7 @@ class Trainer:
             rng = random.Random(cfg.seed)
             if not state.base_evaluated:
                 base = await self.evaluate(pool, val, step=0)
-                run.append_metrics(base)
+                self._record(base)
                 state = state.model_copy(
                     update={"base_evaluated": True, "best_step": 0, "best_success": base["success"]}
                 )
@@ -224,12 +291,10 @@ class Trainer:
                 trajs = await self.episodes(pool, batch, cfg.group_size, step)
                 fault_point("rollout", step)  # no-op unless a reliability test asks for a kill here
                 t1 = time.monotonic()
-                judge_stats = await score(trajs, tasks, pool, self.ruler, self.reward, self.judge, self.cache)
+                judge_stats = await self.judged(pool, trajs, tasks, self._to_judge(batch))
                 release_memory()
                 t2 = time.monotonic()
-                train_stats = grpo_step(
-                    self.policy.model, optimizer, trajs, cfg.grpo, pad_id=self.policy.pad_token_id
-                )
+                train_stats = self.trained(optimizer, trajs, step)
                 fault_point("optimizer", step)
                 release_memory()  # activations and logits of the step, back to the OS
                 t3 = time.monotonic()
@@ -240,12 +305,12 @@ class Trainer:
                     "kind": "step", "step": step, **summarize(trajs), **judge_stats, **train_stats,
                     "rollout_s": t1 - t0, "judge_s": t2 - t1, "train_s": t3 - t2,
                 }  # fmt: skip
-                run.append_metrics(record)
+                self._record(record)
                 self.say(_line(record))
 
                 if step % cfg.eval_every == 0 or step == cfg.max_steps:
                     ev = await self.evaluate(pool, val, step)
-                    run.append_metrics(ev)
+                    self._record(ev)
                     self.say(_line(ev))
                     state = self._track_best(state, ev)
                 state = state.model_copy(update={"completed_step": step})
@@ -313,6 +378,7 @@ def _line(m: dict[str, Any]) -> str:
 
 
 def check_config(cfg: TrainConfig) -> None:
+    check_trackers(cfg.log_to)
     if cfg.rollout.temperature <= 0:
         raise ConfigError("training needs sampling: --temperature must be above 0", hint="the default is 1.0")
     if cfg.tasks_file and not Path(cfg.tasks_file).exists():

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_rl.errors import ModelError
-from mcp_rl.rundir import RunDir, RunDirError
+from mcp_rl.rundir import RunDir, RunDirError, RunState
 
 EXPORT_INFO = "mcp-rl-export.json"
 """Written by `mcp-rl export` next to every export: what it was made from (no secrets)."""
@@ -37,11 +37,27 @@ class TunedSource(BaseModel):
     """What the policy saw besides the task: system_prompt, server_name, tools, answer_convention."""
 
 
-def _checkpoints(run: RunDir) -> list[int]:
+def read_json(path: Path, what: str) -> Any:
+    """A JSON file mcp-rl wrote, or one clear error when it was damaged."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise RunDirError(
+            f"{path} ({what}) cannot be read: {e}", hint="restore it, or export again"
+        ) from None
+
+
+def _checkpoints(run: RunDir, state: RunState) -> list[int]:
+    """Complete checkpoints of committed steps. A checkpoint of a step the run never committed
+    (killed between saving it and committing the step) is not trusted: `--resume` redoes that step."""
     folder = run.path / "checkpoints"
     if not folder.is_dir():
         return []
-    return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit() and _is_adapter(p))
+    return sorted(
+        int(p.name)
+        for p in folder.iterdir()
+        if p.is_dir() and p.name.isdigit() and int(p.name) <= state.completed_step and _is_adapter(p)
+    )
 
 
 def _is_adapter(path: Path) -> bool:
@@ -49,8 +65,9 @@ def _is_adapter(path: Path) -> bool:
 
 
 def resolve_checkpoint(run: RunDir, checkpoint: str | int = "best") -> int:
-    """'best' (the step `best.json` marks, else the last), 'last', or a step number."""
-    steps = _checkpoints(run)
+    """'best' (the best committed evaluation), 'last' (the last committed step), or a step number."""
+    state = run.load_state()
+    steps = _checkpoints(run, state)
     if not steps:
         raise RunDirError(
             f"{run.path} has no checkpoint yet",
@@ -59,17 +76,30 @@ def resolve_checkpoint(run: RunDir, checkpoint: str | int = "best") -> int:
     if checkpoint == "last":
         return steps[-1]
     if checkpoint == "best":
-        if run.best_file.exists():
-            best = int(json.loads(run.best_file.read_text()).get("step") or 0)
-            if best in steps:
-                return best
-        return steps[-1]  # the base model won every evaluation (or none ran): the newest adapter
+        if state.best_step in steps:
+            return state.best_step
+        if not state.best_step:  # said plainly rather than handing over an adapter that lost
+            raise RunDirError(
+                f"no checkpoint of {run.path} beat the base model on the val split",
+                hint=f"pass --checkpoint last (or a step: {', '.join(map(str, steps))}) to use an adapter anyway",
+            )
+        raise RunDirError(f"the best checkpoint of {run.path} (step {state.best_step}) is missing")
     try:
         step = int(checkpoint)
     except ValueError:
         raise RunDirError(
             f"unknown checkpoint {checkpoint!r}", hint="use 'best', 'last' or a step number"
         ) from None
+    if (
+        step not in steps
+        and step > state.completed_step
+        and (run.checkpoint(step) / "adapter_config.json").is_file()
+    ):
+        raise RunDirError(
+            f"step {step} of {run.path} was never committed (the run was killed while finishing it)",
+            hint=f"resume the run (mcp-rl train --resume {run.path}), or pick a committed step: "
+            + ", ".join(map(str, steps)),
+        )
     if step not in steps:
         raise RunDirError(
             f"{run.path} has no checkpoint for step {step}",
@@ -84,7 +114,7 @@ def find_tuned(path: str | Path, checkpoint: str | int = "best") -> TunedSource:
     if not p.exists():
         raise RunDirError(f"{p} does not exist", hint="give a run directory (runs/<name>) or an export")
     if (p / EXPORT_INFO).is_file():
-        info = json.loads((p / EXPORT_INFO).read_text())
+        info = read_json(p / EXPORT_INFO, "what the export was made from")
         merged = (p / "config.json").is_file() and not _is_adapter(p)
         gguf = p / str(info.get("file") or "") if info.get("format") == "gguf" else None
         if gguf is not None and not gguf.is_file():
@@ -100,6 +130,11 @@ def find_tuned(path: str | Path, checkpoint: str | int = "best") -> TunedSource:
     if _is_adapter(p) and (p.parent.parent / "config.json").is_file():  # runs/<name>/checkpoints/<step>
         run = RunDir(p.parent.parent)
         step = int(p.name) if p.name.isdigit() else None
+        if step is not None and step > run.load_state().completed_step:
+            raise RunDirError(
+                f"{p} belongs to step {step}, which the run never committed (it was killed while saving it)",
+                hint=f"resume the run (mcp-rl train --resume {run.path}) or pick a committed step",
+            )
     elif (p / "config.json").is_file() and (p / "checkpoints").is_dir():
         run = RunDir(p)
         step = resolve_checkpoint(run, checkpoint)
@@ -122,7 +157,7 @@ def find_tuned(path: str | Path, checkpoint: str | int = "best") -> TunedSource:
 def run_prompt(run: RunDir) -> dict[str, Any]:
     """`prompt.json`, or for runs older than it, the system message and tools of a recorded episode."""
     if run.prompt_file.is_file():
-        return json.loads(run.prompt_file.read_text())
+        return read_json(run.prompt_file, "the training prompt")
     from mcp_rl.trajectory import load_trajectories
 
     for f in sorted((run.path / "evals").glob("*.parquet")) + sorted((run.path / "steps").glob("*.parquet")):

@@ -119,7 +119,7 @@ def test_chat_bad_inputs_exit_2_with_a_clear_message(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_chat_with_the_tuned_model_interactive(tmp_path: Path) -> None:
     """The 0.5B default with a LoRA checkpoint: lines on stdin, then end of input."""
-    run = make_run(tmp_path / "qwenrun", QWEN, inventory_prompt())
+    run = make_run(tmp_path / "qwenrun", QWEN, inventory_prompt(), b_std=0.002)
     r = chat(
         "--model", str(run), "--max-turns", "2", "--max-new-tokens", "48",
         stdin="What is the price of item ITM-001?\n/reset\nHello! What can you do?\n",
@@ -132,3 +132,19 @@ def test_chat_with_the_tuned_model_interactive(tmp_path: Path) -> None:
     assert "(conversation cleared)" in r.stderr
     # The greeting needs no tool: the model answers (on stdout).
     assert r.stdout.strip(), r.stderr
+
+
+def test_chat_with_a_run_uses_the_run_s_tool_policy_unless_flags_say_otherwise(tmp_path: Path) -> None:
+    import json
+
+    run = make_run(tmp_path / "tinyrun", "tiny", inventory_prompt(), b_std=0.1)
+    cfg = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**cfg, "policy": {"deny": ["get_item", "search_items"]}}))
+
+    def tools_line(*flags: str) -> str:
+        r = chat("--model", str(run), "--message", "hi", "--max-turns", "1", "--max-new-tokens", "4", *flags)
+        assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stderr
+        return next(line for line in r.stderr.splitlines() if "server inventory-example" in line)
+
+    assert "3 excluded" in tools_line()  # the run's two denied tools, and the destructive one
+    assert "1 excluded" in tools_line("--deny-tools", "nothing_*")  # the flags replace the run's policy

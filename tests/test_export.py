@@ -24,8 +24,9 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from mcp_rl.cli import app
+from mcp_rl.errors import McpRlError
 from mcp_rl.prompts import ANSWER_CONVENTION, system_prompt
-from mcp_rl.rundir import RunDir
+from mcp_rl.rundir import RunDir, RunState
 from mcp_rl.tuned import EXPORT_INFO, find_tuned
 
 SMOL = "smollm2-135m-instruct"
@@ -127,6 +128,7 @@ def make_run(path: Path, model_name: str, b_std: float, *, secret_in_config: boo
                         "success_high": 0.93, "success_n": 8, "valid_call_rate": 0.95, "tool_error_rate": 0.05,
                         "answered_rate": 1.0, "mean_turns": 2.25})  # fmt: skip
     run.write_json(run.best_file, {"step": 1})
+    run.commit(RunState(completed_step=1, base_evaluated=True, best_step=1, best_success=0.75))
     msgs = [{"role": "system", "content": system}, {"role": "user", "content": TASK}]
     text = model.render(msgs, TOOLS)
     ids = model.encode(text)
@@ -314,7 +316,12 @@ def _llama_cpp() -> Any:
 def _llama_cpp_logprobs(path: Path, ids: list[int], text: str) -> torch.Tensor:
     llama_cpp = _llama_cpp()
     llm = llama_cpp.Llama(
-        model_path=str(path), n_ctx=1024, logits_all=True, n_threads=2, verbose=False, n_gpu_layers=0
+        model_path=str(path),
+        n_ctx=max(1024, len(ids) + 64),
+        logits_all=True,
+        n_threads=2,
+        verbose=False,
+        n_gpu_layers=0,
     )
     try:
         # the GGUF's own tokenizer (copied from the original file) must give the training token ids
@@ -376,6 +383,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"model": "tiny", "server": {"name": "inventory", "transport": "stdio", "env": {}, "headers": {}}}
     )
     run.save_checkpoint(1, model.save_adapter)
+    run.commit(RunState(completed_step=1, base_evaluated=True, best_step=1))
     close_models(model)
     return path
 
@@ -417,6 +425,9 @@ def _unsupported_gguf(path: Path) -> Path:
         ("bad_format", "unknown export format 'onnx'"),
         ("not_a_run", "neither a training run nor an mcp-rl export"),
         ("output_is_the_run", "which this export reads"),
+        ("uncommitted_step", "step 2 of"),
+        ("base_was_best", "beat the base model"),
+        ("corrupt_export_info", "cannot be read"),
     ],
 )
 def test_bad_input_is_one_clear_message(tiny_run, tmp_path, monkeypatch, capsys, case, message):
@@ -457,6 +468,15 @@ def test_bad_input_is_one_clear_message(tiny_run, tmp_path, monkeypatch, capsys,
     elif case == "output_is_the_run":  # with --force this would have replaced the run itself
         run = _variant(tiny_run, tmp_path / "mine", "tiny")
         out, extra = tmp_path, ["--force"]
+    elif case == "uncommitted_step":  # killed after saving step 2's checkpoint, before committing it
+        run = _with_uncommitted_step(tiny_run, tmp_path / "killed-run")
+        extra = ["--checkpoint", "2"]
+    elif case == "base_was_best":
+        run = _variant(tiny_run, tmp_path / "lost-run", "tiny")
+        RunDir(run).commit(RunState(completed_step=1, base_evaluated=True, best_step=0))
+    elif case == "corrupt_export_info":
+        run = _export(tiny_run, "peft", tmp_path / "damaged-export")
+        (run / EXPORT_INFO).write_text('{"base_model": "tiny", ')
     monkeypatch.setattr(sys, "argv", ["mcp-rl", "export", str(run), "--format", fmt, "-o", str(out), *extra])
     with pytest.raises(SystemExit) as exit_info:
         main()
@@ -471,6 +491,23 @@ def test_bad_input_is_one_clear_message(tiny_run, tmp_path, monkeypatch, capsys,
     else:
         assert not out.exists() or not any(out.iterdir()), "a failed export leaves nothing behind"
     assert not list(out.parent.glob(f".{out.name}.tmp-*")), "no staging directory left behind"
+
+
+def _with_uncommitted_step(tiny_run: Path, where: Path) -> Path:
+    import shutil
+
+    shutil.copytree(tiny_run, where)
+    shutil.copytree(where / "checkpoints" / "000001", where / "checkpoints" / "000002")
+    return where
+
+
+def test_last_and_best_never_take_an_uncommitted_checkpoint(tiny_run, tmp_path):
+    run = _with_uncommitted_step(tiny_run, tmp_path / "killed-run")
+    for which in ("last", "best"):
+        out = _export(run, "peft", tmp_path / which, "--checkpoint", which)
+        assert json.loads((out / EXPORT_INFO).read_text())["step"] == 1
+    with pytest.raises(McpRlError, match="never committed"):
+        find_tuned(run / "checkpoints" / "000002")
 
 
 def test_bad_input_exit_code_of_the_real_process(tmp_path):
@@ -503,3 +540,23 @@ def test_an_export_is_readable_by_other_users(tiny_run, tmp_path):
     finally:
         os.umask(old)
     assert out.stat().st_mode & 0o777 == 0o755
+
+
+def test_full_disk_during_an_export_is_one_clear_message_and_leaves_nothing(tiny_run, tmp_path):
+    # RLIMIT_FSIZE (no root needed) with SIGXFSZ ignored: writes fail with EFBIG as on a full disk.
+    import resource
+    import signal
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))
+
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "mcp_rl", "export", str(tiny_run), "--format", "peft", "-o", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, preexec_fn=limit,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "no room left on the disk while writing" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists() and not list(tmp_path.glob(".out.*")), "nothing half-written is left"

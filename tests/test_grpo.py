@@ -154,3 +154,74 @@ def test_step_with_no_signal_changes_nothing():
     assert stats == {"groups_dropped": 1, "trajectories_trained": 0, "loss": 0.0}
     after = [p for p in model.parameters() if p.requires_grad]
     assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def _group_of_attempts(model, opening: list[int], completions: list[list[int]], rewards: list[float]):
+    """Attempts that share an opening (as a group's episodes do) and differ after it, with a tool
+    result between two sampled turns (mask 0 inside) and different lengths (padding)."""
+    trajs = []
+    for i, (c, r) in enumerate(zip(completions, rewards, strict=True)):
+        t = _sampled_traj(model, "g", r, opening, c)
+        t.id = f"g-{i}"
+        # the second half of the completion is a tool result the model did not sample
+        half = len(c) // 2
+        t.sampled_mask = [0] * len(opening) + [1] * half + [0] * (len(c) - half - 1) + [1]
+        trajs.append(t)
+    return trajs
+
+
+@pytest.mark.parametrize("gradient_checkpointing", [False, True])
+@pytest.mark.parametrize("kl_coef", [0.0, 0.05])
+def test_running_the_opening_once_gives_the_same_update(gradient_checkpointing, kl_coef):
+    # The shared-opening path must be the same algorithm, not an approximation: after one SGD step
+    # (lr 1, no clipping) every LoRA weight moved exactly as far as with every attempt run whole.
+    opening = [3, *range(20, 60)]  # 41 shared tokens: system prompt, tools, task
+    completions = [[70, 71, 72, 73, 74, 75], [80, 81, 82, 83], [90, 91, 92, 93, 94, 95, 96, 97], [70, 71, 99]]
+    rewards = [1.0, 0.0, 0.5, 0.25]
+    moved = {}
+    for share in (False, True):
+        torch.manual_seed(0)  # the same LoRA initialization both times
+        model = _lora(seed=3)
+        for name, p in model.named_parameters():
+            if "lora_B" in name:  # a non-zero adapter, so its gradient paths are all exercised
+                torch.nn.init.normal_(p, std=0.05)
+        trajs = _group_of_attempts(model, opening, completions, rewards)
+        cfg = GRPOConfig(
+            share_prefix=share, gradient_checkpointing=gradient_checkpointing, kl_coef=kl_coef,
+            max_grad_norm=1e9, micro_batch=2,
+        )  # fmt: skip
+        params = [p for p in model.parameters() if p.requires_grad]
+        before = [p.detach().clone() for p in params]
+        stats = grpo_step(model, torch.optim.SGD(params, lr=1.0), trajs, cfg)
+        moved[share] = [p.detach() - b for p, b in zip(params, before, strict=True)]
+        assert stats["trajectories_trained"] == 4
+        moved[f"loss-{share}"] = stats["loss"]
+    total = torch.cat([d.flatten() for d in moved[False]])
+    assert float(total.norm()) > 1e-4  # the step did move the adapter
+    for a, b in zip(moved[False], moved[True], strict=True):
+        assert torch.allclose(a, b, atol=1e-6, rtol=1e-4)
+    assert math.isclose(moved["loss-False"], moved["loss-True"], abs_tol=1e-6)  # ~0 on-policy
+
+
+def test_an_opening_that_is_not_shared_gives_other_log_probs():
+    # Negative control for the check above: serving attempts an opening they do not begin with
+    # (one token changed) changes their log-probs, so a wrong shared length could not pass unseen.
+    from mcp_rl.prefix import SharedPrefix, shared_length
+
+    assert shared_length([[1, 2, 3, 4, 5], [1, 2, 3, 9, 5], [1, 2, 3, 4]], [4, 4, 4]) == 3
+    assert shared_length([[1, 2, 3, 4, 5], [1, 2, 3, 4, 5]], [2, 4]) == 2  # never past a sampled token
+    model = _lora(seed=3)
+    opening = [3, *range(20, 60)]
+    ids = torch.tensor([[*opening, 70, 71, 72]])
+    mask = torch.tensor([[0] * len(opening) + [1, 1, 1]])
+    attn = torch.ones_like(ids)
+    cfg = GRPOConfig()
+    body = model.get_base_model().model
+    with torch.no_grad():
+        whole = sampled_logprobs(model, ids, attn, mask, cfg)
+        right = sampled_logprobs(model, ids, attn, mask, cfg, SharedPrefix(body, ids[:, : len(opening)]))
+        wrong_ids = ids[:, : len(opening)].clone()
+        wrong_ids[0, 5] += 1
+        wrong = sampled_logprobs(model, ids, attn, mask, cfg, SharedPrefix(body, wrong_ids))
+    assert torch.allclose(whole, right, atol=1e-5)
+    assert not torch.allclose(whole, wrong, atol=1e-3)

@@ -37,6 +37,10 @@ from scenario_gen.task import ReferenceCall, Task
         (None, "42", False),
         ("Stock went from -3 to 5", "-3", True),
         ("Item SKU-104 has 7", "SKU-104: 7", True),
+        # an ISO 8601 date-time holds its time after a letter T (what time tools return)
+        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "13:59", True),
+        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "2026-12-02", True),
+        ('{"datetime": "2026-12-02T14:05:12-05:00"}', "13:59", False),
     ],
 )
 def test_answer_matches(answer, reference, correct):

@@ -137,8 +137,9 @@ def test_a_wrong_gradient_does_not_learn(tmp_path, monkeypatch, fault):
         monkeypatch.setattr(grpo, "grpo_loss", flipped)
     else:
 
-        def shifted(model, input_ids, attn, mask, cfg):
+        def shifted(model, input_ids, attn, mask, cfg, prefix=None):
             # the classic bug: token t scored with the hidden state AT t instead of at t-1
+            # (the whole sequence is run, shared opening or not: same hidden states, shifted use)
             body, head = grpo._decoder_and_head(model)
             hidden = body(input_ids=input_ids, attention_mask=attn).last_hidden_state
             target_mask = mask[:, 1:].bool()

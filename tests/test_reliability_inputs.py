@@ -259,3 +259,18 @@ def _fake_finished_run(run: Path) -> None:
     (run / "config.json").write_text(json.dumps({"model": "tiny", "server": {"transport": "stdio"}}))
     (run / "state.json").write_text(json.dumps({"completed_step": 0, "base_evaluated": True}))
     (run / "metrics.jsonl").write_text("")
+
+
+def test_an_error_is_printed_whole_on_a_narrow_pipe(tmp_path: Path) -> None:
+    # stderr is a pipe here (rich assumes 80 columns, here 40): a long path must stay on one line so it
+    # can be copied back, and `[...]` in it is text, not a style tag. CI's failure before this: a long
+    # temp path was wrapped after "error:", splitting the message it was checked for.
+    run = tmp_path / ("a-rather-long-directory-name-" * 3 + "[v2]") / "no-such-run"
+    r = subprocess.run(
+        [sys.executable, "-m", "mcp_rl", "report", str(run)],
+        cwd=REPO, capture_output=True, text=True, timeout=240, env={**os.environ, "COLUMNS": "40"},
+    )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == f"error: {run} is not a run directory (no config.json)", lines
+    assert lines[1].startswith("hint: "), lines

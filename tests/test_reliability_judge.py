@@ -207,3 +207,25 @@ def test_train_with_a_broken_api_judge_finishes(
         if f.is_file():
             assert KEY.encode() not in f.read_bytes(), f"API key leaked into {f}"
     assert KEY not in r.stdout + r.stderr
+
+
+def test_grounded_groups_can_be_left_to_the_checks() -> None:
+    # judge_grounded=False (the trainer's default): only the group without a reference goes to the
+    # judge; the grounded one is graded by its reference check, and is not counted as unscored.
+    trajs = step_of_trajectories()
+    ids = [f"t{i + 1}" for i in range(3)]
+    judge = FakeScriptedJudge([json.dumps({"scores": [{"id": i, "score": 0.5} for i in ids]})])
+
+    async def go():
+        return await judge_trajectories(
+            trajs, TASKS, Ruler(judge, JudgeConfig()), RewardConfig(), judge_grounded=False
+        )
+
+    report = anyio.run(go)
+    assert len(judge.calls) == 1 and TASKS["w"].text in json.dumps(judge.calls[0])
+    assert TASKS["g"].text not in json.dumps(judge.calls[0])
+    assert report.checked_only == 1 and report.unscored == 0 and len(report.groups) == 1
+    for t in trajs:
+        assert ("ruler" in t.reward_components) == (t.task_id == "w")
+    g = {t.id: t.reward for t in trajs if t.task_id == "g"}
+    assert g["g-0"] > g["g-1"] >= g["g-2"]

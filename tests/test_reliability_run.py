@@ -107,11 +107,15 @@ def killed(r: subprocess.CompletedProcess) -> None:
 def test_killed_in_every_phase_then_resumed_loses_nothing(tmp_path: Path, inventory_http: str) -> None:
     # One HTTP server for all five processes: no server start per episode, so each run is short.
     run_dir = tmp_path / "run"
-    # 1. at the end of the rollouts of step 1: nothing of step 1 is on disk yet
-    killed(
-        train(run_dir, tasks_file(tmp_path / "tasks.jsonl"), server=inventory_http, fault="kill:rollout:1")
-    )
+    # 1. in the middle of the rollouts of step 1 (one episode ended, the other running)
+    tasks = tasks_file(tmp_path / "tasks.jsonl")
+    killed(train(run_dir, tasks, server=inventory_http, fault="kill:during-rollouts:1"))
     assert state(run_dir)["completed_step"] == 0 and state(run_dir).get("base_evaluated")
+    assert not list((run_dir / "steps").glob("*.parquet"))
+    # 1b. at the end of the rollouts of step 1, then in the middle of its training phase
+    killed(train(run_dir, None, fault="kill:rollout:1"))
+    killed(train(run_dir, None, fault="kill:during-training:1"))
+    assert state(run_dir)["completed_step"] == 0 and not (run_dir / "checkpoints" / "000001").exists()
     # 2. resumed, killed just after the optimizer step of step 2 (weights changed in memory only)
     killed(train(run_dir, None, fault="kill:optimizer:2"))
     assert state(run_dir)["completed_step"] == 1 and checkpoints(run_dir) == ["000001"]

@@ -21,12 +21,13 @@ import anyio
 import httpx
 import openai
 import pytest
+import torch
 
 from mcp_rl.errors import McpRlError
 from mcp_rl.models.base import Completion
 from mcp_rl.models.registry import close_models, load_model
 from mcp_rl.prompts import ANSWER_CONVENTION, system_prompt
-from mcp_rl.rundir import RunDir
+from mcp_rl.rundir import RunDir, RunState
 from mcp_rl.serve.completions import ServedModel
 from mcp_rl.serve.openai_types import ChatRequest
 from mcp_rl.servers import ServerSpec
@@ -56,17 +57,25 @@ def inventory_prompt() -> dict[str, Any]:
     return anyio.run(read)
 
 
-def make_run(path: Path, model_name: str, prompt: dict[str, Any]) -> Path:
-    """A run directory as training leaves it: config.json, prompt.json and a real PEFT checkpoint."""
+def make_run(path: Path, model_name: str, prompt: dict[str, Any], b_std: float) -> Path:
+    """A run directory as training leaves it: config.json, prompt.json, a real PEFT checkpoint of a
+    LoRA that changes the model (B drawn with `b_std`; PEFT's own start, B = 0, would change nothing),
+    and step 1 committed as the best."""
     run = RunDir(path)
     run.create({"model": model_name})
     run.write_json(run.prompt_file, prompt)
     model = load_model(model_name)
     try:
+        torch.manual_seed(0)
         model.attach_lora(r=4, alpha=8)
+        with torch.no_grad():
+            for name, p in model.model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(0.0, b_std)
         run.save_checkpoint(1, model.save_adapter)
     finally:
         close_models(model)
+    run.commit(RunState(completed_step=1, base_evaluated=True, best_step=1, best_success=1.0))
     return path
 
 
@@ -118,7 +127,7 @@ LOOKUP_TOOL = {
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("serve") / "tinyrun", "tiny", TINY_PROMPT)
+    return make_run(tmp_path_factory.mktemp("serve") / "tinyrun", "tiny", TINY_PROMPT, b_std=0.5)
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +164,27 @@ def test_plain_answer_uses_the_training_prompt(tiny_served: Served, tiny_run: Pa
         model="tinyrun", messages=[{"role": "system", "content": "Be brief."}, *messages], max_tokens=1
     )
     assert own.usage.prompt_tokens < resp.usage.prompt_tokens
+
+
+def test_the_served_reply_is_the_tuned_model_s_not_the_base_s(tiny_served: Served, tiny_run: Path) -> None:
+    # serve must apply the run's adapter: its greedy reply is what base + adapter says in process,
+    # and (the adapter being far from zero) not what the base model alone says.
+    messages = [{"role": "user", "content": "List three colours."}]
+    served = tiny_served.client().chat.completions.create(
+        model="tinyrun", messages=messages, max_tokens=10, temperature=0
+    )
+    req = ChatRequest(model="tinyrun", messages=messages, max_tokens=10, temperature=0)
+
+    def reply(model: Any) -> str:
+        try:
+            out = anyio.run(ServedModel(model, "tinyrun", TINY_PROMPT["system_prompt"]).complete, req)
+        finally:
+            close_models(model)
+        return out.choices[0].message.content or ""
+
+    tuned, base = reply(load_tuned(find_tuned(tiny_run))), reply(load_model("tiny"))
+    assert tuned != base
+    assert (served.choices[0].message.content or "") == tuned
 
 
 def test_stream_gives_the_same_reply_as_a_plain_request(tiny_served: Served) -> None:
@@ -326,7 +356,7 @@ def test_loopback_detection() -> None:
 
 @pytest.fixture(scope="module")
 def qwen_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("serve") / "qwenrun", QWEN, inventory_prompt())
+    return make_run(tmp_path_factory.mktemp("serve") / "qwenrun", QWEN, inventory_prompt(), b_std=0.002)
 
 
 @pytest.mark.models
@@ -393,3 +423,31 @@ def test_openai_client_gets_a_tool_call_from_the_tuned_model(qwen_run: Path) -> 
         assert plain.choices[0].message.content and not plain.choices[0].message.tool_calls
     finally:
         stop(served.proc)
+
+
+def test_a_generation_bug_comes_back_as_an_openai_error_not_a_dropped_connection() -> None:
+    # Anything generation raises (here a RuntimeError from the model) is logged with its traceback on
+    # the server and reaches the client as a 500 in OpenAI's error shape, streaming or not.
+    from starlette.testclient import TestClient
+
+    from mcp_rl.serve.app import create_app
+
+    model = load_model("tiny")
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the engine fell over")
+
+    model.generate = broken
+    try:
+        client = TestClient(create_app(ServedModel(model, "m")))
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+        r = client.post("/v1/chat/completions", json=body)
+        assert r.status_code == 500
+        err = r.json()["error"]
+        assert err["code"] == "internal_error" and "the engine fell over" in err["message"]
+        with client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as s:
+            events = [json.loads(line[6:]) for line in s.iter_lines() if line.startswith("data: {")]
+        assert events[0]["choices"][0]["delta"]["role"] == "assistant"
+        assert events[-1]["error"]["code"] == "internal_error"
+    finally:
+        close_models(model)

@@ -143,3 +143,73 @@ def test_bad_input_is_one_clear_message(tmp_path, args, message):
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_train_shows_phase_bars_and_logs_to_tensorboard_and_wandb(tmp_path):
+    # As a user on a terminal sees it (TTY_COMPATIBLE makes rich treat the pipe as one), with both
+    # trackers; W&B runs offline (no key), inside the run directory.
+    run_dir, tasks = tmp_path / "run", _tasks(tmp_path / "tasks.jsonl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env |= {"COLUMNS": "200", "TTY_COMPATIBLE": "1", "WANDB_SILENT": "true"}
+    args = _train_args(run_dir, tasks, "--log-to", "tensorboard,wandb")
+    args[args.index("--max-steps") + 1] = "2"
+    r = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for phase in ("base eval", "rollouts", "training", "eval"):
+        assert phase in r.stdout, phase
+    assert "step   2" in r.stdout and "base vs best" in r.stdout
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir / "tensorboard"))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"step/reward_mean", "step/train_s", "eval/success", "eval/mean_turns"} <= set(tags), tags
+    assert [e.step for e in events.Scalars("step/reward_mean")] == [1, 2]
+    assert [e.step for e in events.Scalars("eval/success")] == [0, 2]  # the base model, then step 2
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    want = [m["reward_mean"] for m in metrics if m["kind"] == "step"]
+    got = [e.value for e in events.Scalars("step/reward_mean")]
+    assert got == pytest.approx(want, rel=1e-6)
+
+    offline = list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(offline) == 1, list((run_dir / "wandb").rglob("*"))
+    assert offline[0].stat().st_size > 0
+
+    for f in run_dir.rglob("*"):  # W&B's metadata (the command line holds --env) stays off
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes(), f"secret leaked into {f}"
+
+
+def test_unknown_or_missing_tracker_is_one_clear_message(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "mcp_rl", "train", "--server", INVENTORY, "--log-to", "mlflow"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2 and "unknown tracker 'mlflow'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_evaluation_grades_state_dependent_tasks_against_the_server_as_it_is_now(tmp_path):
+    # A val task whose answer moves with the server's state carries a reference that no longer holds
+    # (999, where the live server says 6): evaluation must re-run its reference call and grade against 6.
+    # Before this test, only training steps refreshed references, so such val tasks always failed.
+    from mcp_rl.trajectory import load_trajectories
+    from scenario_gen.task import AnswerRule, ReferenceCall
+
+    stale = Task(
+        id="v-state", text="How many Basecamp 6P Cabin Tents are in stock?", source="grounded", split="val",
+        answer_depends_on_state=True, reference_answer="999",
+        reference_calls=[ReferenceCall(tool="get_item", arguments={"item_id": "ITM-003"}, result_text="{}")],
+        answer_rule=AnswerRule(kind="field", call_index=0, path=["stock"]),
+    )  # fmt: skip
+    train = Task(id="t", text="List the categories.", split="train")
+    save_tasks([train, stale], tmp_path / "tasks.jsonl")
+    args = _train_args(tmp_path / "run", tmp_path / "tasks.jsonl")
+    args[args.index("--max-steps") + 1] = "1"
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    (t,) = load_trajectories(tmp_path / "run" / "evals" / "000000.parquet")
+    assert t.metadata["success_method"] == "reference"
+    explanation = t.metadata["success_explanation"]
+    assert "999" not in explanation and ("missing: 6" in explanation or t.metadata["success"]), explanation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from mcp_rl.cli.app import app, err_console
+from mcp_rl.cli.app import app, err_console, print_error
 from mcp_rl.errors import McpRlError
 
 # Command modules (importing one registers its command).
@@ -24,9 +24,7 @@ def main() -> None:
     try:
         app()
     except McpRlError as e:
-        err_console.print(f"[bold red]error:[/] {e.message}", highlight=False)
-        if e.hint:
-            err_console.print(f"[yellow]hint:[/] {e.hint}", highlight=False)
+        print_error(e.message, e.hint)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")

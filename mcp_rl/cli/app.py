@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 app = typer.Typer(
     name="mcp-rl",
@@ -14,6 +15,16 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+
+
+def print_error(message: str, hint: str | None = None) -> None:
+    """One user-facing error on stderr. Never wrapped (a path or command split over two lines cannot be
+    copied back, and stderr is often a pipe 80 columns "wide"), and printed as text, not markup (a
+    message may hold `[...]`)."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    if hint:
+        err_console.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
+
 
 # Options shared by every command that talks to a server.
 SERVER_HELP = (

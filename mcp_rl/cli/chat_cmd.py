@@ -17,7 +17,7 @@ import anyio.to_thread
 import typer
 from rich.text import Text
 
-from mcp_rl.cli.app import app, console, err_console
+from mcp_rl.cli.app import app, console, err_console, print_error
 from mcp_rl.cli.options import (
     AllowDestructiveOpt,
     AllowToolsOpt,
@@ -114,6 +114,7 @@ def chat(
     from mcp_rl.models.registry import close_models
     from mcp_rl.rollout import RolloutConfig
     from mcp_rl.serve.loading import Opened, looks_tuned, open_plain, open_source
+    from mcp_rl.servers import ToolPolicy
     from mcp_rl.servers.session import ServerSession
     from mcp_rl.tuned import find_tuned
 
@@ -131,6 +132,10 @@ def chat(
     )
     # A missing run is reported before anything starts.
     source = find_tuned(model, checkpoint) if looks_tuned(model) else None
+    trained_policy = (source.config.get("policy") if source else None) or None
+    if trained_policy and not (allow_tools or deny_tools or allow_destructive):
+        # the tuned model learned with this tool set: the same one here, unless the flags say otherwise
+        policy = ToolPolicy.model_validate(trained_policy)
 
     def report(reply: Reply) -> bool:
         if reply.answer is not None:
@@ -197,7 +202,7 @@ def chat(
                 try:
                     report(await conv.send(text))
                 except McpRlError as e:  # one bad exchange does not end the conversation
-                    err_console.print(f"[bold red]error:[/] {e.message}", highlight=False)
+                    print_error(e.message)
             return 0
         finally:
             await session.__aexit__(None, None, None)

@@ -23,9 +23,11 @@ from mcp_rl.cli.options import (
     server_spec,
     tool_policy,
 )
+from mcp_rl.cli.progress import RichPhases
 from mcp_rl.errors import ConfigError, McpRlError
 from mcp_rl.rundir import RunDir, no_room, no_room_error
 from mcp_rl.servers import ServerSpec
+from mcp_rl.tracking import check_trackers
 from mcp_rl.train_config import DEFAULT_JUDGE_MODEL, DEFAULT_POLICY_MODEL, DEFAULT_WRITER_MODEL, TrainConfig
 
 
@@ -86,11 +88,26 @@ def train_command(
         typer.Option("--tasks", help="Task file (JSONL/Parquet/dataset dir); else tasks are generated."),
     ] = None,
     n_tasks: Annotated[int, typer.Option(help="Tasks to generate when no --tasks file is given.")] = 24,
+    val_fraction: Annotated[
+        float,
+        typer.Option(
+            min=0.05,
+            max=0.9,
+            help="Share of generated tasks held out for evaluation (a --tasks file keeps its split).",
+        ),
+    ] = 0.25,
     generator: Annotated[str, typer.Option(help="Task-writing model.")] = DEFAULT_WRITER_MODEL,
     instructions: Annotated[str, typer.Option(help="Steer the theme of generated tasks.")] = "",
     judge: Annotated[
         str, typer.Option(help="RULER judge model, or 'none' for checks only.")
     ] = DEFAULT_JUDGE_MODEL,
+    judge_grounded: Annotated[
+        bool,
+        typer.Option(
+            help="Also judge groups of grounded tasks (those have a reference answer, and the checks grade "
+            "them on their own by default). Worth it with a strong API judge; the offline one hurt there."
+        ),
+    ] = False,
     rubric: Annotated[Path | None, typer.Option(help="A file with your own RULER rubric.")] = None,
     judge_permutations: Annotated[
         int, typer.Option(help="Score K shuffled orders and average (position bias).")
@@ -105,7 +122,7 @@ def train_command(
     min_improvement: Annotated[
         float, typer.Option(help="The margin an evaluation must beat the best by.")
     ] = 0.02,
-    learning_rate: Annotated[float, typer.Option(help="LoRA learning rate.")] = 5e-5,
+    learning_rate: Annotated[float, typer.Option(help="LoRA learning rate.")] = 1e-4,
     lora_rank: Annotated[int, typer.Option(help="LoRA rank.")] = 16,
     gradient_checkpointing: Annotated[
         bool,
@@ -121,6 +138,14 @@ def train_command(
     run_dir: Annotated[
         Path | None, typer.Option("--run-dir", help="Where the run lives (default runs/<server>-<time>).")
     ] = None,
+    log_to: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--log-to",
+            help="Also log metrics to 'tensorboard' and/or 'wandb' (repeatable or comma-separated; "
+            "written inside the run directory; W&B runs offline unless WANDB_API_KEY or WANDB_MODE is set).",
+        ),
+    ] = None,
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Continue the run in this directory.")
     ] = None,
@@ -130,12 +155,16 @@ def train_command(
     from mcp_rl.train import Trainer, check_config
 
     given = server_spec(server, config, name, env, header) if (server or config) else None
+    trackers = [n.strip() for item in log_to or [] for n in item.split(",") if n.strip()]
     if resume is not None:
         if run_dir is not None:
             raise ConfigError("give either --resume DIR or --run-dir DIR, not both")
         run = RunDir(resume)
         cfg = TrainConfig.model_validate(run.load_config())
         spec = _resumed_spec(cfg.server, given)
+        if trackers:  # a resumed run may add or change its trackers
+            check_trackers(trackers)
+            cfg.log_to = trackers
     else:
         if given is None:
             raise ConfigError(
@@ -148,9 +177,11 @@ def train_command(
             policy=tool_policy(allow_tools, deny_tools, allow_destructive),
             tasks_file=str(tasks) if tasks else None,
             n_tasks=n_tasks,
+            val_fraction=val_fraction,
             generator=generator,
             instructions=instructions,
             judge=judge,
+            judge_grounded=judge_grounded,
             rubric_file=str(rubric) if rubric else None,
             judge_permutations=judge_permutations,
             group_size=group_size,
@@ -160,6 +191,7 @@ def train_command(
             patience=patience,
             min_improvement=min_improvement,
             seed=seed,
+            log_to=trackers,
         )
         cfg.grpo.learning_rate = learning_rate
         cfg.grpo.gradient_checkpointing = gradient_checkpointing
@@ -177,7 +209,9 @@ def train_command(
             )
         run.create(cfg.model_dump(mode="json"))
     console.print(f"run directory: [bold]{run.path}[/]")
-    trainer = Trainer(cfg, spec, run, say=lambda s: console.print(s, highlight=False))
+    trainer = Trainer(
+        cfg, spec, run, say=lambda s: console.print(s, highlight=False), phases=RichPhases(console)
+    )
     try:
         result = anyio.run(trainer.fit, resume is not None)
     except Exception as e:

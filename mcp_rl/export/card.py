@@ -192,15 +192,24 @@ def serve_commands(info: ExportInfo, out: Path) -> list[str]:
         "# mcp-rl (OpenAI-compatible /v1/chat/completions with tool calls, on 127.0.0.1)",
         f"mcp-rl serve {d}",
     ]
+    # vLLM's tool-call parsers look for tags (<tool_call>...) that small models trained here often do
+    # not emit (they answer with bare JSON): say so where it matters, rather than promise tool calls.
+    vllm_note = (
+        "# (vLLM returns the model's tool calls as message text unless one of its --tool-call-parser "
+        "formats matches; `mcp-rl serve` parses them the way training did)"
+    )
+    to_gguf = "# Ollama and llama.cpp load GGUF: mcp-rl export <run> --format gguf -o <dir>"
     if info.format == "peft":
         base = info.base_location or info.base_model
         lines += [
             "# vLLM: the base weights the adapter was trained on, with the adapter as a LoRA module",
             f"vllm serve {base} --enable-lora --lora-modules {info.name}={d} "
             f"--max-lora-rank {_vllm_rank(int(info.lora.get('r') or 16))}",
+            vllm_note,
+            to_gguf,
         ]
     elif info.format == "merged":
-        lines += ["# vLLM", f"vllm serve {d} --served-model-name {info.name}"]
+        lines += ["# vLLM", f"vllm serve {d} --served-model-name {info.name}", vllm_note, to_gguf]
     else:
         lines += [
             "# Ollama",
@@ -208,6 +217,7 @@ def serve_commands(info: ExportInfo, out: Path) -> list[str]:
             f"ollama run {info.name}",
             "# llama.cpp (--jinja applies the model's own chat template, tools included)",
             f"llama-server -m {d}/{info.file} --jinja --host 127.0.0.1 --port 8080",
+            "# vLLM takes the adapter or the merged model: mcp-rl export <run> --format peft|merged -o <dir>",
         ]
     return lines
 

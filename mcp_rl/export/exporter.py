@@ -8,7 +8,6 @@ model is loaded; the export is written to a staging directory that replaces -o o
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +28,7 @@ from mcp_rl.export.card import (
 from mcp_rl.export.gguf_export import GGUF_TYPES, gguf_origin, gguf_tensors, write_gguf
 from mcp_rl.export.outdir import check_output, staged
 from mcp_rl.rundir import RunDir
-from mcp_rl.tuned import EXPORT_INFO, TunedSource, find_tuned
+from mcp_rl.tuned import EXPORT_INFO, TunedSource, find_tuned, read_json
 
 Format = Literal["peft", "merged", "gguf"]
 FORMATS: tuple[str, ...] = ("peft", "merged", "gguf")
@@ -77,16 +76,16 @@ def _refuse_overwriting_inputs(target: Path, inputs: list[Path | None]) -> None:
 def _results(source: TunedSource) -> dict[str, Any]:
     if source.run_dir is None:  # re-exporting an export: keep the figures it carries
         info = source.adapter_dir / EXPORT_INFO if source.adapter_dir else None
-        return json.loads(info.read_text()).get("results", {}) if info and info.is_file() else {}
+        return read_json(info, "export info").get("results", {}) if info and info.is_file() else {}
     run = RunDir(source.run_dir)
-    best = None
-    if run.best_file.is_file():
-        best = json.loads(run.best_file.read_text()).get("step")
-    return run_results(run.read_metrics(), source.step, best)
+    state = run.load_state()
+    # Only what the run committed: a killed run's metrics file may hold a step it will redo.
+    committed = [m for m in run.read_metrics() if int(m.get("step", 0)) <= state.completed_step]
+    return run_results(committed, source.step, state.best_step)
 
 
 def _lora(adapter_dir: Path) -> dict[str, Any]:
-    cfg = json.loads((adapter_dir / "adapter_config.json").read_text())
+    cfg = read_json(adapter_dir / "adapter_config.json", "the adapter's config")
     return {k: cfg.get(k) for k in ("r", "lora_alpha", "target_modules", "use_rslora")}
 
 

@@ -156,7 +156,9 @@ def write_gguf(
                 f"the merged model has a tensor the original GGUF lacks: {n}", hint=_HINT_CONVERT
             )
 
-    writer = GGUFWriter(out_file, origin.architecture, use_temp_file=True)
+    # No temp file: the tensors are in memory already, and a spool file would go to /tmp, not to the
+    # output's disk (a full /tmp would fail an export that had room).
+    writer = GGUFWriter(out_file, origin.architecture, use_temp_file=False)
     # the chat template training used replaces the original's (a built-in's template fixes included)
     _copy_metadata(reader, writer, _SKIP_KEYS | ({"tokenizer.chat_template"} if chat_template else set()))
     writer.add_name(name)

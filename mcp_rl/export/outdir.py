@@ -8,7 +8,6 @@ loader would pick it up, and `--force` never deletes the old export before the n
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 import tempfile
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mcp_rl.errors import ConfigError
+from mcp_rl.rundir import no_room
 
 
 def check_output(out: Path, force: bool) -> Path:
@@ -60,10 +60,13 @@ def staged(out: Path) -> Iterator[Path]:
         os.replace(tmp, out)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+    except Exception as exc:
+        # ENOSPC, a quota, a file-size limit; also native writers (safetensors, gguf) that report it in text
+        if no_room(exc):
+            detail = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200]
             raise ConfigError(
-                f"the disk is full while writing {out}", hint="free some space and export again"
+                f"no room left on the disk while writing {out}: {detail}",
+                hint="free some space and export again (nothing was left behind)",
             ) from None
         raise
     finally:

@@ -15,6 +15,7 @@ import hashlib
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -221,8 +222,10 @@ async def run_group(
     *,
     group_id: str | None = None,
     limiter: anyio.CapacityLimiter | None = None,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[Trajectory]:
-    """`n` episodes of one task, concurrently, each on its own (or the shared) server session."""
+    """`n` episodes of one task, concurrently, each on its own (or the shared) server session.
+    `on_episode` is called as each one ends (progress display)."""
     task = as_task(task)
     gid = group_id or uuid.uuid4().hex[:10]
     out: list[Trajectory | None] = [None] * n
@@ -240,6 +243,8 @@ async def run_group(
                 if out[k] is not None:
                     raise
                 out[k] = _failed(task, gid, k, model, e, time.monotonic() - w0)
+        if on_episode is not None:
+            on_episode(out[k])
 
     async with anyio.create_task_group() as tg:
         for k in range(n):
@@ -255,6 +260,7 @@ async def run_tasks(
     config: RolloutConfig | None = None,
     *,
     max_concurrent: int | None = None,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[list[Trajectory]]:
     """One group of `n` episodes per task, all groups at once. A private-session pool bounds the
     episodes in flight by its size; `max_concurrent` bounds them for a shared session too."""
@@ -262,7 +268,7 @@ async def run_tasks(
     limiter = anyio.CapacityLimiter(max_concurrent) if max_concurrent else None
 
     async def one(i: int) -> None:
-        out[i] = await run_group(model, pool, tasks[i], n, config, limiter=limiter)
+        out[i] = await run_group(model, pool, tasks[i], n, config, limiter=limiter, on_episode=on_episode)
 
     async with anyio.create_task_group() as tg:
         for i in range(len(tasks)):

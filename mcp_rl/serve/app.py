@@ -100,6 +100,9 @@ def create_app(served: ServedModel, token: str | None = None) -> Any:
         except McpRlError as e:
             log.error("generation failed: %s", e.message)
             return _error(500, e.message, code="generation_failed")
+        except Exception as e:  # a bug: the operator's log gets the traceback, the client an API error
+            log.exception("generation failed")
+            return _error(500, f"internal error: {type(e).__name__}: {e}", code="internal_error")
 
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
 
@@ -111,6 +114,12 @@ def create_app(served: ServedModel, token: str | None = None) -> Any:
             except McpRlError as e:
                 log.error("generation failed: %s", e.message)
                 yield _sse(error_body(e.message, "server_error", "generation_failed"))
+                return
+            except Exception as e:
+                log.exception("generation failed")
+                yield _sse(
+                    error_body(f"internal error: {type(e).__name__}: {e}", "server_error", "internal_error")
+                )
                 return
             for chunk in stream_chunks(resp, include_usage, with_role=False):
                 yield _sse(chunk)

@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcp_rl.errors import ServerCrashed, ServerStartError, ServerTimeout
+from mcp_rl.servers.errlog import server_errlog
 from mcp_rl.servers.policy import ToolPolicy
 from mcp_rl.servers.render import cut, normalize_call_result
 from mcp_rl.servers.results import CallStatus, ToolResult
@@ -88,7 +89,8 @@ class _Connection:
 
     async def run(self) -> None:
         try:
-            with self.scope, self.stderr_path.open("a", encoding="utf-8", errors="replace") as errlog:
+            redact = self.spec.redact if self.spec.secret_values() else None
+            with self.scope, server_errlog(self.stderr_path, redact) as errlog:
                 async with Client(self._transport(errlog), read_timeout_seconds=self.read_timeout) as client:
                     self.client = client
                     self.ready.set()
@@ -199,22 +201,6 @@ class ServerSession:
         if not conn.closed.is_set():
             conn.scope.cancel()
             await conn.closed.wait()
-        self._scrub_stderr()
-
-    def _scrub_stderr(self) -> None:
-        """A server may print its environment or headers: secrets are taken out of its stderr log once
-        the process is gone (the log lives in the run directory)."""
-        if not self.spec.secret_values():
-            return
-        try:
-            text = self.stderr_path.read_text(encoding="utf-8", errors="replace")
-            clean = self.spec.redact(text)
-            if clean != text:
-                tmp = self.stderr_path.with_name(self.stderr_path.name + ".tmp")
-                tmp.write_text(clean, encoding="utf-8")
-                os.replace(tmp, self.stderr_path)
-        except OSError:
-            pass  # no log (never started) or unwritable: nothing to scrub
 
     async def restart(self) -> None:
         """A fresh connection (a new process for stdio). Tools are re-listed."""
