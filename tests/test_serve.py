@@ -451,3 +451,31 @@ def test_a_generation_bug_comes_back_as_an_openai_error_not_a_dropped_connection
         assert events[-1]["error"]["code"] == "internal_error"
     finally:
         close_models(model)
+
+
+def test_an_exported_directory_is_served_with_the_same_replies_as_its_run(
+    tiny_run: Path, tiny_served: Served
+) -> None:
+    # `mcp-rl export` then `mcp-rl serve EXPORT_DIR`: listed under the directory's name, with the
+    # training prompt the export carries, and the same greedy reply as serving the run itself.
+    from typer.testing import CliRunner
+
+    from mcp_rl.cli import app
+
+    out = tiny_run.parent / "tiny-export"
+    result = CliRunner().invoke(app, ["export", str(tiny_run), "--format", "peft", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    served = start_serve([str(out)], tiny_run.parent / "serve-export.log")
+    try:
+        assert [m.id for m in served.client().models.list().data] == ["tiny-export"]
+        kw: dict[str, Any] = {
+            "messages": [{"role": "user", "content": "Name a colour."}],
+            "max_tokens": 8,
+            "temperature": 0,
+        }
+        from_export = served.client().chat.completions.create(model="tiny-export", **kw)
+        from_run = tiny_served.client().chat.completions.create(model="tinyrun", **kw)
+        assert from_export.choices[0].message.content == from_run.choices[0].message.content
+        assert from_export.usage.prompt_tokens == from_run.usage.prompt_tokens  # the same system prompt
+    finally:
+        stop(served.proc)
