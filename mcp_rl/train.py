@@ -77,14 +77,7 @@ class Trainer:
         else:
             tasks = await self._generate(pool)
             save_tasks(tasks, self.run.tasks_file)
-        train = [t for t in tasks if t.split == "train"]
-        val = [t for t in tasks if t.split == "val"]
-        if not train or not val:
-            raise TaskError(
-                f"the task set needs train and val tasks (has {len(train)} train, {len(val)} val)",
-                hint="give more tasks (--n-tasks) or a --tasks file with both splits",
-            )
-        return train, val
+        return split_tasks(tasks)
 
     async def _generate(self, pool: SessionPool) -> list[Task]:
         from scenario_gen.pipeline import EXPLORE_RESULT_BUDGET, GenerateConfig, generate_tasks
@@ -381,7 +374,19 @@ def check_config(cfg: TrainConfig) -> None:
     check_trackers(cfg.log_to)
     if cfg.rollout.temperature <= 0:
         raise ConfigError("training needs sampling: --temperature must be above 0", hint="the default is 1.0")
-    if cfg.tasks_file and not Path(cfg.tasks_file).exists():
-        raise ConfigError(
-            f"task file not found: {cfg.tasks_file}", hint="check --tasks, or leave it out to generate tasks"
+    if cfg.tasks_file:  # read it now: a bad file should fail before models load or a run dir exists
+        from scenario_gen.io import load_tasks
+
+        split_tasks(load_tasks(cfg.tasks_file))
+
+
+def split_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
+    """The train and val splits; training needs both."""
+    train = [t for t in tasks if t.split == "train"]
+    val = [t for t in tasks if t.split == "val"]
+    if not train or not val:
+        raise TaskError(
+            f"the task set needs train and val tasks (has {len(train)} train, {len(val)} val)",
+            hint="give more tasks (--n-tasks) or a --tasks file with both splits",
         )
+    return train, val

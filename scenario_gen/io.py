@@ -63,7 +63,7 @@ def _from_record(d: dict[str, Any], where: str) -> Task:
 
 
 def detect_format(path: Path) -> Format:
-    if path.is_dir() or path.suffix == "":
+    if path.is_dir() or (path.suffix == "" and not path.is_file()):
         return "hf"
     if path.suffix == ".parquet":
         return "parquet"

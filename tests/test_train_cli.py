@@ -108,6 +108,12 @@ def test_kill_9_then_resume_loses_no_step(tmp_path):
     [
         (["train"], "no server given"),
         (["train", "--server", INVENTORY, "--tasks", "/no/such/tasks.jsonl"], "task file not found"),
+        (["train", "--server", INVENTORY, "--tasks", "NOTJSON"], "not valid JSON"),
+        (["train", "--server", INVENTORY, "--tasks", "TRAINONLY"], "needs train and val tasks"),
+        (
+            ["train", "--server", "no-such-server-cmd --stdio", "--model", "tiny", "--tasks", "TASKS"],
+            "command not found",
+        ),
         (["train", "--server", INVENTORY, "--temperature", "0"], "--temperature must be above 0"),
         (["train", "--resume", "/no/such/run"], "not a run directory"),
         (["report", "/no/such/run"], "not a run directory"),
@@ -128,7 +134,11 @@ def test_kill_9_then_resume_loses_no_step(tmp_path):
     ],
 )
 def test_bad_input_is_one_clear_message(tmp_path, args, message):
-    args = [str(_tasks(tmp_path / "t.jsonl")) if a == "TASKS" else a for a in args]
+    (tmp_path / "bad.jsonl").write_text("this is not json\n")
+    save_tasks([Task(id="a", text="How many categories are there?", split="train")], tmp_path / "train.jsonl")
+    files = {"TASKS": _tasks(tmp_path / "t.jsonl"), "NOTJSON": tmp_path / "bad.jsonl",
+             "TRAINONLY": tmp_path / "train.jsonl"}  # fmt: skip
+    args = [str(files[a]) if a in files else a for a in args]
     if args[0] == "train" and "--resume" not in args:
         args += ["--run-dir", str(tmp_path / "run")]
     env = {**os.environ, "COLUMNS": "200"}
@@ -143,6 +153,8 @@ def test_bad_input_is_one_clear_message(tmp_path, args, message):
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr
     assert "Traceback" not in r.stderr
+    # a run that failed before doing any work leaves no empty run directory behind
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow

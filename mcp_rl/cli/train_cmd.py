@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -156,6 +157,7 @@ def train_command(
 
     given = server_spec(server, config, name, env, header) if (server or config) else None
     trackers = [n.strip() for item in log_to or [] for n in item.split(",") if n.strip()]
+    made_here = False
     if resume is not None:
         if run_dir is not None:
             raise ConfigError("give either --resume DIR or --run-dir DIR, not both")
@@ -207,6 +209,7 @@ def train_command(
                 f"{run.path} already holds a run",
                 hint=f"continue it with --resume {run.path}, or choose another --run-dir",
             )
+        made_here = not run.path.exists()
         run.create(cfg.model_dump(mode="json"))
     console.print(f"run directory: [bold]{run.path}[/]")
     trainer = Trainer(
@@ -215,6 +218,10 @@ def train_command(
     try:
         result = anyio.run(trainer.fit, resume is not None)
     except Exception as e:
+        if made_here and not run.tasks_file.exists() and not no_room(e):
+            # Failed before any work worth keeping (e.g. the server would not start): leave no
+            # empty run behind to be mistaken for a real one. Its error message says what happened.
+            shutil.rmtree(run.path, ignore_errors=True)
         # Writes outside RunDir's own guards (trajectory files, a library's own writer) that ran
         # out of room still end in one clear, resumable message.
         if isinstance(e, McpRlError) or not no_room(e):

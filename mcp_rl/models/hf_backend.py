@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import threading
+import warnings
 from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any
@@ -330,7 +331,7 @@ class TransformersModel:
         config = LoraConfig(
             r=r, lora_alpha=alpha, target_modules=target_modules, lora_dropout=dropout, task_type="CAUSAL_LM"
         )
-        with self._lock:
+        with self._lock, _peft_quietly():
             self.model = get_peft_model(self.model, config)
             self._after_adapter_change()
 
@@ -365,7 +366,8 @@ class TransformersModel:
         new_cfg = PeftConfig.from_pretrained(str(path))
         with self._lock:
             if not self.has_lora:
-                self.model = PeftModel.from_pretrained(self.model, str(path), is_trainable=True)
+                with _peft_quietly():
+                    self.model = PeftModel.from_pretrained(self.model, str(path), is_trainable=True)
             else:
                 active = self.model.active_adapter
                 cur = self.model.peft_config[active]
@@ -406,3 +408,12 @@ class TransformersModel:
         """Force generation to re-read the weights (only needed after changing base weights by hand)."""
         with self._lock:
             self._epoch += 1
+
+
+@contextlib.contextmanager
+def _peft_quietly() -> Iterator[None]:
+    """PEFT reads `model.is_gradient_checkpointing`, which transformers 5 deprecates with a
+    FutureWarning on every wrap: noise in every user's terminal that they can do nothing about."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
