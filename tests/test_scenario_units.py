@@ -205,6 +205,11 @@ def test_question_checks():
     assert gives_answer_away("Is the price of the kettle 29.99?", "29.99", [])
     assert not gives_answer_away("How many kettles are there?", "4", [["kettle"]])
     assert not gives_answer_away("Is Tokyo on summer time?", "no", [])
+    # a clock time, with or without its leading zero (a writer turned the explored moment into the question)
+    assert gives_answer_away("What is the time in London at 7:36 AM?", "07:36", [])
+    assert gives_answer_away("What time is it in London at 07:36?", "07:36", [])
+    assert not gives_answer_away("What time is it in Tokyo when it is 7:36 in London?", "16:36", [])
+    assert not gives_answer_away("What time is it in London at 17:36?", "07:36", [])
 
 
 # --- near-duplicates -------------------------------------------------------------------------

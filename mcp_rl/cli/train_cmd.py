@@ -52,7 +52,9 @@ def _pct(m: dict[str, Any] | None, key: str) -> str:
 def _report(result: dict[str, Any]) -> None:
     base, best, state = result["base"], result["best"], result["state"]
     table = Table(title=f"base vs best (step {state.best_step})")
-    for col in ("", "success [95% CI]", "valid-call rate", "tool-error rate", "mean turns", "reward"):
+    # Evaluations are graded, not rewarded: "answered" (episodes that end in an answer rather than the
+    # turn limit) is the figure that shows the commonest change training makes.
+    for col in ("", "success [95% CI]", "valid-call rate", "tool-error rate", "answered", "mean turns"):
         table.add_column(col)
     for label, m in (("base", base), ("best", best)):
         if m is None:
@@ -62,8 +64,8 @@ def _report(result: dict[str, Any]) -> None:
             f"{m['success']:.0%} [{m['success_low']:.0%}, {m['success_high']:.0%}] n={m['success_n']}",
             _pct(m, "valid_call_rate"),
             _pct(m, "tool_error_rate"),
+            _pct(m, "answered_rate"),
             f"{m['mean_turns']:.2f}",
-            "-" if m.get("reward_mean") is None else f"{m['reward_mean']:.3f}",
         )
     console.print(table)
     console.print(
