@@ -69,6 +69,7 @@ def test_a_trained_adapter_reloads_in_every_format(trained: Path, tmp_path: Path
     from transformers import AutoModelForCausalLM
 
     from mcp_rl.models import close_models, load_model
+    from mcp_rl.models.hardware import release_memory
     from mcp_rl.trajectory import load_trajectories
     from mcp_rl.tuned import find_tuned
 
@@ -87,6 +88,8 @@ def test_a_trained_adapter_reloads_in_every_format(trained: Path, tmp_path: Path
     with model.adapter_disabled():
         base = _logprobs(model.model, ids)
     close_models(model)
+    del model
+    release_memory()
     base_kl = _kl(ref, base).mean().item()
     print(f"trained step {source.step}: tuned vs base mean KL {base_kl:.3g}, {_compare(ref, base)}")
     assert base_kl > 5 * TOL_LLAMA_CPP_F16, "training must have moved the model beyond the formats' noise"
@@ -98,10 +101,14 @@ def test_a_trained_adapter_reloads_in_every_format(trained: Path, tmp_path: Path
         str(peft_dir),
     )
     _assert_close("trained peft", ref, _logprobs(tuned, ids), TOL_PEFT, base_kl)
+    del tuned  # one fp32 model at a time: kept, they took this process to 16.8 GB
+    release_memory()
 
     merged_dir = _export(trained, "merged", tmp_path / "merged", "--checkpoint", "last")
     merged = AutoModelForCausalLM.from_pretrained(str(merged_dir), dtype=torch.float32)
     _assert_close("trained merged", ref, _logprobs(merged, ids), TOL_MERGED, base_kl)
+    del merged
+    release_memory()
 
     gguf_dir = _export(trained, "gguf", tmp_path / "gguf", "--checkpoint", "last")
     info = json.loads((gguf_dir / "mcp-rl-export.json").read_text())
