@@ -124,7 +124,7 @@ def mentions_ok(question: str, groups: list[list[str]]) -> list[str]:
     return [g[0] for g in groups if g and not any(_norm(x).strip() in q for x in g)]
 
 
-_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})$")
+_CLOCK = re.compile(r"\d{1,2}:\d{2}")
 
 
 def gives_answer_away(question: str, answer: str, mentions: list[list[str]]) -> bool:
@@ -133,9 +133,9 @@ def gives_answer_away(question: str, answer: str, mentions: list[list[str]]) -> 
         return False
     if any(a == m.lower() for g in mentions for m in g):
         return False
-    if clock := _CLOCK.match(a):  # "07:36" is given away by "7:36 AM" as well
-        hour, minute = int(clock[1]), clock[2]
-        return re.search(rf"(?<![\d:])0?{hour}:{minute}(?!\d)", question) is not None
+    if _CLOCK.fullmatch(a):  # "07:36" is given away by "7:36 AM" as well: the forms value_variants knows
+        q = question.lower()
+        return any(re.search(rf"(?<![\d:]){re.escape(v)}(?!\d)", q) for v in value_variants(a))
     if len(a) >= 5 and any(c.isdigit() for c in a):
         return a in question.lower()  # a date or an id inside a longer token still gives it away
     return re.search(rf"(?<![\w.]){re.escape(a)}(?![\w])", question.lower()) is not None
