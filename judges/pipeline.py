@@ -14,9 +14,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from judges.checks import run_checks
-from judges.regrade import FreshReference
+from judges.regrade import graded_reference
 from judges.reward import RewardConfig, apply_reward
 from judges.ruler import GroupScore, Ruler
+from judges.success import has_reference
 from judges.usage import Usage
 from mcp_rl.trajectory import Trajectory
 from scenario_gen.task import Task
@@ -45,15 +46,11 @@ def group_trajectories(trajs: list[Trajectory]) -> dict[str, list[Trajectory]]:
     return groups
 
 
-def has_reference(task: Task | None) -> bool:
-    return bool(task is not None and task.reference_answer and task.reference_answer.strip())
-
-
-def _task_for(task: Task | None, fresh: FreshReference | None) -> Task | None:
-    if task is None or fresh is None:
+def _with_reference(task: Task | None, reference: str | None) -> Task | None:
+    if task is None or not has_reference(task):
         return task
-    # A stale reference must not grade anything: drop it (success then needs the judge).
-    return task.model_copy(update={"reference_answer": fresh.reference_answer})
+    # A stale reference must not grade anything: drop it (the group then goes to the judge).
+    return task.model_copy(update={"reference_answer": reference})
 
 
 async def judge_trajectories(
@@ -62,21 +59,29 @@ async def judge_trajectories(
     ruler: Ruler | None = None,
     reward: RewardConfig | None = None,
     tools: list[Any] | None = None,
-    fresh: Mapping[str, FreshReference] | None = None,
+    references: Mapping[str, list[str | None]] | None = None,
     on_group: Callable[[GroupScore], None] | None = None,
     judge_grounded: bool = True,
 ) -> JudgeReport:
     """Score every group with `ruler` (None: checks only), then set reward and components on each
-    trajectory. `fresh` maps task ids to references refreshed against the live server.
-    `judge_grounded=False`: groups of a task with a (still valid) reference answer are graded by the
-    checks alone, the judge is asked only where nothing else can grade."""
+    trajectory. `references` maps trajectory ids to the reference answers valid for that episode
+    (`judges.regrade.episode_references`; default: the task's own). `judge_grounded=False`: groups of
+    a task with a (still valid) reference answer are graded by the checks alone, the judge is asked
+    only where nothing else can grade."""
     tasks = tasks or {}
-    fresh = fresh or {}
     grouped = group_trajectories(trajs)
+
+    def reference(t: Trajectory) -> str | None:
+        task = tasks.get(t.task_id)
+        refs = references.get(t.id) if references is not None else None
+        if refs is None:
+            return task.reference_answer if task is not None else None
+        return graded_reference(refs, t.final_answer)
+
     inputs = []
     for members in grouped.values():
-        tid = members[0].task_id
-        inputs.append((members, _task_for(tasks.get(tid), fresh.get(tid)), tools))
+        # The judge sees one reference per group: the first episode's (they differ only by seconds).
+        inputs.append((members, _with_reference(tasks.get(members[0].task_id), reference(members[0])), tools))
     report = JudgeReport()
     judged = [i for i, (_, task, _) in enumerate(inputs) if judge_grounded or not has_reference(task)]
     scores: dict[int, GroupScore] = {}
@@ -84,7 +89,7 @@ async def judge_trajectories(
         report.groups = await ruler.score_groups([inputs[i] for i in judged], on_group)
         scores = dict(zip(judged, report.groups, strict=True))
     report.checked_only = len(inputs) - len(scores) if ruler is not None else 0
-    for i, (members, task, _) in enumerate(inputs):
+    for i, (members, _, _) in enumerate(inputs):
         gs = scores.get(i)
         if gs is not None:
             report.usage = report.usage + gs.usage
@@ -94,7 +99,8 @@ async def judge_trajectories(
         for t in members:
             score = gs.scores.get(t.id) if gs is not None and gs.scored else None
             explanation = gs.explanations.get(t.id, "") if gs is not None else ""
-            apply_reward(t, run_checks(t, task), score, explanation, reward)
+            own = _with_reference(tasks.get(t.task_id), reference(t))
+            apply_reward(t, run_checks(t, own), score, explanation, reward)
             if gs is not None and not gs.scored:
                 t.metadata["judge_unscored"] = gs.reason
     return report

@@ -33,10 +33,18 @@ Reply with only this JSON object, nothing before or after it:
 "explanation": "<why this answer earns its score, one sentence>", "score": <number from 0 to 1>}}, ...]}}
 with exactly one entry for every id shown."""
 
+SUCCESS_PROMPT_VERSION = "success-v1"
+"""Part of the success verdict's cache key, apart from the reward's (RULER) prompts and cache entries."""
+
 VERDICT_SYSTEM = """\
-You are a careful judge of an AI agent that uses tools. You will see one task and one attempt at it. \
-Decide whether the attempt succeeded: its final answer correctly and completely does what the user asked. \
-If a reference answer is given, it is correct: compare the final answer with it.
+You are a strict grader of an AI agent that uses tools. You will see one task and one attempt at it. \
+Decide whether the attempt succeeded. It succeeded only if ALL of these hold:
+- its FINAL ANSWER is a statement for a person that answers what the task asks, completely;
+- every fact and value in the answer comes from the tool results shown or from the task itself \
+(an answer built on data the task never gave, or on values no tool returned, fails);
+- the tool calls use inputs the task gave or earlier results returned, not invented ones.
+An answer that pastes raw tool output instead of answering, answers a different question, or only \
+says what the agent would do, fails. If a reference answer is given, it is correct: compare with it.
 
 Reply with only this JSON object, nothing before or after it:
 {"explanation": "<one short sentence>", "success": true or false}"""

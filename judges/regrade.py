@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_rl.servers.results import ToolResult
+from mcp_rl.servers.results import CallStatus, ToolResult
+from mcp_rl.trajectory import ToolCallRecord
 from scenario_gen.facts import apply_rule
 from scenario_gen.task import Task
 
@@ -165,3 +166,58 @@ async def refresh_reference(task: Task, call: Caller) -> FreshReference:
     return FreshReference(
         reference_answer=updated, changed=True, results=results, reason="values carried over"
     )
+
+
+def _same_arguments(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
+    return json.dumps(a or {}, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def reference_from_episode(task: Task, calls: list[ToolCallRecord]) -> str | None:
+    """The reference answer read out of the episode's own results: when the episode made every one of
+    the task's reference calls (same tool, same arguments, an OK result), the task's answer rule is
+    applied to what those calls returned to the episode. That is the answer in the world the episode
+    saw, exact even when the answer moves with time (a clock that ticked over between the episode's
+    call and a later refresh). None when there is no rule or a reference call is missing."""
+    if task.answer_rule is None or not task.reference_calls:
+        return None
+    texts: list[str] = []
+    for rc in task.reference_calls:
+        match = next(
+            (
+                c
+                for c in calls
+                if c.valid and c.status == CallStatus.OK and c.name == rc.tool
+                and _same_arguments(c.arguments, rc.arguments)
+            ),
+            None,
+        )  # fmt: skip
+        if match is None:
+            return None
+        texts.append(match.result_text)
+    return apply_rule(task.answer_rule, texts)
+
+
+def episode_references(task: Task | None, calls: list[ToolCallRecord], probe: Any = None) -> list[str | None]:
+    """The reference answers that may grade one episode, best first (the one place that decides it).
+
+    A task without a reference: none. A fixed answer: the task's own. An answer that moves with time
+    or state: the answer read from the episode's own reference calls (`reference_from_episode`), and the
+    one the reference calls gave right after the episode on its own session (`probe`, as the trainer's
+    reference probe records it: {"reference": str | None, ...}); the episode is right if it matches
+    either. When neither exists the reference is stale and the episode cannot be checked ([])."""
+    if task is None or not (task.reference_answer and task.reference_answer.strip()):
+        return []
+    if not (task.answer_depends_on_state and task.reference_calls):
+        return [task.reference_answer]
+    out: list[str | None] = [reference_from_episode(task, calls)]
+    if isinstance(probe, dict):
+        out.append(probe.get("reference"))
+    return [r for r in out if r is not None and r.strip()]
+
+
+def graded_reference(references: list[str | None], answer: str | None) -> str | None:
+    """Of an episode's references, the one its answer matches, else the first (None: none usable)."""
+    from judges.answers import answer_matches
+
+    usable = [r for r in references if r is not None and r.strip()]
+    return next((r for r in usable if answer_matches(answer, r).correct), usable[0] if usable else None)

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from judges.ask import ask_with_repair
 from judges.cache import JudgeCache, cache_key
 from judges.jsonparse import JsonExtractError, extract_json
-from judges.prompts import PROMPT_VERSION, VERDICT_SYSTEM, task_block, verdict_repair_message
+from judges.prompts import SUCCESS_PROMPT_VERSION, VERDICT_SYSTEM, task_block, verdict_repair_message
 from judges.render import render_trajectory
 from judges.usage import Usage
 from mcp_rl.models.base import ChatModel, SamplingParams
@@ -65,7 +65,8 @@ async def judge_verdict(
     user = f"{header}\n\n## The attempt\n{render_trajectory(traj, 0, message_chars)}\n\nReply with the JSON object only."
     messages = [{"role": "system", "content": VERDICT_SYSTEM}, {"role": "user", "content": user}]
     sampling = SamplingParams(temperature=0.0, max_new_tokens=128, seed=0)
-    key = cache_key(PROMPT_VERSION, "verdict", judge.name, sampling.model_dump(), messages)
+    # A key space of its own: a success verdict never reuses what the reward's judge calls cached.
+    key = cache_key(SUCCESS_PROMPT_VERSION, "success-verdict", judge.name, sampling.model_dump(), messages)
     if cache is not None and (hit := cache.get(key)) is not None and isinstance(hit.get("success"), bool):
         return Verdict(
             success=hit["success"], explanation=str(hit.get("explanation", "")), usage=Usage(cached=1)

@@ -5,7 +5,13 @@ Given groups of trajectories (N attempts at the same task) with rewards:
 1. advantage_i = reward_i - mean(group)   (optionally / std(group)); groups whose rewards are
    all equal carry no signal and are dropped before any compute is spent on them;
 2. for every token the policy sampled (system, user, tool and template tokens are masked out),
-   ratio = exp(logp_new - logp_old) against the log-prob it was sampled with;
+   ratio = exp(logp_new - logp_old). logp_old is the trainer's own log-prob of the token under the
+   parameters the batch was sampled with (`old_logprobs="trainer"`, the default): one optimizer step
+   per batch means those are the parameters of this very forward pass, so logp_old = logp_new with
+   its gradient stopped, and the ratio is exactly 1 at the start. The sampler's recorded log-probs
+   (`"sampler"`) differ from the trainer's forward by kernel noise in bf16: with LoRA B = 0 (no policy
+   change at all) 0.03 nats per token on average and 0.17 at most, enough for the clip to fire on
+   numerics. Their gap to the trainer's is logged either way (`sampler_gap_mean`, `_max`);
 3. loss = -mean over trajectories of (1/T_i) * sum_t min(ratio_t * A_i, clip(ratio_t, 1-eps, 1+eps) * A_i)
    (+ kl_coef * KL to the base model, adapter off, when asked; off by default);
 4. one optimizer step on the LoRA parameters.
@@ -118,9 +124,14 @@ def grpo_loss(
     clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * advantages
     objective = torch.minimum(unclipped, clipped)
     loss = -(objective * weights).sum()
+    r = ratio.detach()
+    # The clip removes a token's gradient only where the clipped term is the smaller one: ratio above
+    # 1 + eps with a positive advantage, or below 1 - eps with a negative one. A ratio outside the band
+    # with the other sign keeps its gradient, so it is not counted.
+    removed = ((r > 1 + clip_eps) & (advantages > 0)) | ((r < 1 - clip_eps) & (advantages < 0))
     stats = {
-        "clip_frac": float(((ratio.detach() - 1).abs() > clip_eps).float().mean()) if ratio.numel() else 0.0,
-        "ratio_mean": float(ratio.detach().mean()) if ratio.numel() else 1.0,
+        "clip_frac": float(removed.float().mean()) if ratio.numel() else 0.0,
+        "ratio_mean": float(r.mean()) if ratio.numel() else 1.0,
     }
     if ref_lp is not None and kl_coef > 0:
         # k3 estimator of KL(policy || reference): non-negative, unbiased, low variance.
@@ -199,15 +210,14 @@ def grpo_step(
             enable()
     optimizer.zero_grad(set_to_none=True)
     n = len(kept)
-    clip_fracs, ratios, kls = [], [], []
+    clip_fracs, ratios, kls, gaps, gap_max = [], [], [], [], 0.0
     for members in _by_group(kept):
         opening = _opening(model, members, cfg)  # run once for the whole group
         for start in range(0, len(members), cfg.micro_batch):
             chunk = members[start : start + cfg.micro_batch]
             trajs = [t for t, _ in chunk]
-            ids, attn, mask, old = _pad(trajs, pad_id)
-            target_mask = mask[:, 1:].bool()
-            old_lp = old[:, 1:][target_mask]
+            ids, attn, mask, sampler = _pad(trajs, pad_id)
+            sampler_lp = sampler[:, 1:][mask[:, 1:].bool()]
             # Per sampled token: its trajectory's advantage and weight 1 / (T_i * n).
             adv = torch.cat([torch.full((t.num_sampled_tokens,), a) for t, a in chunk])
             w = torch.cat(
@@ -218,6 +228,10 @@ def grpo_step(
                 with torch.no_grad(), _adapter_off(model):
                     ref_lp = sampled_logprobs(model, ids, attn, mask, cfg)
             new_lp = sampled_logprobs(model, ids, attn, mask, cfg, opening)
+            old_lp = new_lp.detach() if cfg.old_logprobs == "trainer" else sampler_lp
+            gap = (new_lp.detach() - sampler_lp).abs()
+            gaps.append(float(gap.mean()) if gap.numel() else 0.0)
+            gap_max = max(gap_max, float(gap.max()) if gap.numel() else 0.0)
             loss, s = grpo_loss(new_lp, old_lp, adv, w, cfg.clip_eps, ref_lp, cfg.kl_coef)
             loss.backward()  # into the LoRA weights, and onto the opening's outputs
             stats["loss"] += float(loss.detach())
@@ -235,6 +249,8 @@ def grpo_step(
     stats["clip_frac"] = sum(clip_fracs) / len(clip_fracs)
     stats["ratio_mean"] = sum(ratios) / len(ratios)
     stats["kl"] = sum(kls)
+    stats["sampler_gap_mean"] = sum(gaps) / len(gaps)
+    stats["sampler_gap_max"] = gap_max
     stats["advantage_abs_mean"] = sum(abs(a) for _, a in kept) / n
     return stats
 

@@ -27,17 +27,27 @@ def _pct(v: Any) -> str:
     return "-" if v is None else f"{v:.0%}"
 
 
-def _summary_table(base: dict[str, Any] | None, best: dict[str, Any] | None) -> str:
+def _rate(m: dict[str, Any], prefix: str = "success") -> str:
+    if m.get(prefix) is None:
+        return "not measured"
+    return f"{_pct(m[prefix])} [{_pct(m[prefix + '_low'])}, {_pct(m[prefix + '_high'])}] n={m[prefix + '_n']}"
+
+
+def _summary_table(rows_in: list[tuple[str, dict[str, Any] | None]]) -> str:
+    """Checked success (the headline) and judged success (apart), with the call figures."""
     rows = []
-    for label, m in (("base", base), ("best", best)):
+    for label, m in rows_in:
         if not m:
             continue
         rows.append(
-            f"<tr><td>{label} (step {m['step']})</td><td>{_pct(m['success'])} [{_pct(m['success_low'])}, "
-            f"{_pct(m['success_high'])}] n={m['success_n']}</td><td>{_pct(m.get('valid_call_rate'))}</td>"
+            f"<tr><td>{escape(label)} (step {m['step']})</td><td>{_rate(m)}</td><td>{_rate(m, 'judged')}</td>"
+            f"<td>{_pct(m.get('pasted_rate'))}</td><td>{_pct(m.get('valid_call_rate'))}</td>"
             f"<td>{_pct(m.get('tool_error_rate'))}</td><td>{m['mean_turns']:.2f}</td></tr>"
         )
-    head = "<tr><th></th><th>success [95% CI]</th><th>valid calls</th><th>tool errors</th><th>mean turns</th></tr>"
+    head = (
+        "<tr><th></th><th>checked success [95% CI]</th><th>judged success [95% CI]</th><th>pasted</th>"
+        "<th>valid calls</th><th>tool errors</th><th>mean turns</th></tr>"
+    )
     return f"<table>{head}{''.join(rows)}</table>"
 
 
@@ -91,13 +101,15 @@ def build_report(run_dir: str | Path) -> str:
         )
     state = run.load_state()
     evals = [m for m in metrics if m.get("kind") in ("eval", "base_eval")]
+    tests = {m.get("model"): m for m in metrics if m.get("kind") == "test_eval"}
+    measured = [m for m in evals if m.get("success") is not None]
     steps = [m for m in metrics if m.get("kind") == "step"]
     by_step = {m["step"]: m for m in evals}
     charts = [
         line_chart(
-            "success on val (95% interval)",
-            {"success": [(m["step"], m["success"]) for m in evals]},
-            {"success": [(m["step"], m["success_low"], m["success_high"]) for m in evals]},
+            "checked success on val (95% interval)",
+            {"success": [(m["step"], m["success"]) for m in measured]},
+            {"success": [(m["step"], m["success_low"], m["success_high"]) for m in measured]},
             y_range=(0.0, 1.0),
             percent=True,
         ),
@@ -164,8 +176,15 @@ def build_report(run_dir: str | Path) -> str:
         f"<h1>mcp-rl run <code>{escape(str(run.path))}</code></h1>",
         f"<p>model <b>{escape(str(cfg.get('model')))}</b> on server <b>{escape(str(cfg.get('server', {}).get('name', '')))}</b>; "
         f"{len(steps)} steps done; state: {escape(state.stopped or 'running or interrupted')}; best step {best_step}.</p>",
-        "<h2>Base vs best</h2>",
-        _summary_table(by_step.get(0), by_step.get(best_step)),
+        "<h2>Base vs best on test</h2>",
+        "<p>The test split is run once with the base model and once with the checkpoint val chose: its "
+        "figures are the run's result. Checked success needs the right answer and the calls behind it; "
+        "judged success (tasks without a reference) is a separate figure.</p>",
+        _summary_table([("test, base", tests.get("base")), ("test, best", tests.get("best"))])
+        if tests
+        else "<p>The test split has not been run yet.</p>",
+        "<h2>Base vs best on val</h2>",
+        _summary_table([("val, base", by_step.get(0)), ("val, best", by_step.get(best_step))]),
         "<h2>Plots</h2><div class='grid'>",
         *charts,
         "</div><h2>Example trajectories</h2>",

@@ -2,13 +2,15 @@
 
     runs/<name>/
       config.json            resolved config (no secrets)
-      tasks.jsonl            the task set, train and val
+      tasks.jsonl            the task set: train, val and test
       state.json             the last *committed* step, best step, plateau counter
       metrics.jsonl          one line per step and per evaluation
       steps/000003.parquet   trajectories of step 3, all reward components
       evals/000004.parquet   val trajectories of the evaluation after step 4 (base: 000000)
+      test/base.parquet      the test split, run once with the base model, once with the best
+      test/best.parquet      checkpoint (the run's reported figure)
       checkpoints/000004/    PEFT adapter (+ optimizer.pt), written to a temp dir then renamed
-      best.json              which checkpoint is best, and its figures
+      best.json              which checkpoint val chose, its val figures, and base vs best on test
       server-stderr.log, judge-cache/
 
 A step is committed by rewriting state.json (atomically) after its trajectories, metrics and
@@ -44,6 +46,10 @@ class RunState(BaseModel):
     """0 means the base model (no adapter) is best so far."""
     best_success: float | None = None
     evals_without_improvement: int = 0
+    test_base_done: bool = False
+    """The base model's one run on the test split is on disk."""
+    test_best_done: bool = False
+    """The chosen best checkpoint's one run on the test split is on disk (the run's figure)."""
     stopped: str | None = None
     """Why the run ended (max_steps, plateau), once it has."""
 
@@ -153,6 +159,10 @@ class RunDir:
 
     def eval_file(self, step: int) -> Path:
         return self.path / "evals" / f"{step:06d}.parquet"
+
+    def test_file(self, which: str) -> Path:
+        """The test split's episodes: `base` or `best` (each run exactly once)."""
+        return self.path / "test" / f"{which}.parquet"
 
     def checkpoint(self, step: int) -> Path:
         return self.path / "checkpoints" / f"{step:06d}"
@@ -275,9 +285,11 @@ class RunDir:
             if d.name.startswith(".") or (name.isdigit() and int(name) > last):
                 shutil.rmtree(d, ignore_errors=True)
                 removed.append(str(d.relative_to(self.path)))
+        done_test = {"base": state.test_base_done, "best": state.test_best_done}
         kept = [
             m for m in self.read_metrics()
             if m.get("step", 0) <= last and (m.get("kind") != "base_eval" or state.base_evaluated)
+            and (m.get("kind") != "test_eval" or done_test.get(m.get("model", ""), False))
         ]  # fmt: skip
         if self.metrics_file.exists():
             data = "".join(json.dumps(m, default=str) + "\n" for m in kept).encode()

@@ -42,8 +42,11 @@ def check_trackers(names: list[str]) -> None:
 
 def scalars(record: dict[str, Any]) -> dict[str, float]:
     """The record's numbers as `kind/name` tags: 'step/reward_mean', 'eval/success', ... (the base
-    evaluation is 'eval' at step 0, so the success curve starts at the base model)."""
+    evaluation is 'eval' at step 0, so the success curve starts at the base model). Figures that
+    were not measured (None) are left out, not logged as 0."""
     kind = "eval" if record.get("kind") in ("eval", "base_eval") else str(record.get("kind", "step"))
+    if kind == "test_eval":  # the test split's two runs: 'test_base/success', 'test_best/success'
+        kind = f"test_{record.get('model', 'eval')}"
     out = {}
     for key, value in record.items():
         if key in ("kind", "step") or isinstance(value, bool) or not isinstance(value, int | float):

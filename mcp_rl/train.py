@@ -1,11 +1,11 @@
 """The training loop, top to bottom.
 
-    tasks  = load or generate (train / val split)
-    base   = evaluate the model without its adapter on val
+    tasks  = load or generate (train / val / test, disjoint by reference call and entity)
+    base   = evaluate the model without its adapter on val, and once on test
     repeat:  sample tasks -> N episodes each against the live server -> RULER + checks -> rewards
              -> one GRPO step on the LoRA -> checkpoint -> every K steps evaluate on val
-    until    success on val has not improved by more than a margin for P evaluations, or max_steps;
-    the best checkpoint is marked, and base vs best is reported.
+    until    val success has not improved by more than noise for P evaluations, or max_steps;
+    best   = the checkpoint val chose, evaluated once on test: base vs best on test is the figure.
 
 Every step is committed to the run directory (see `rundir.py`), so `--resume` continues after a
 crash or kill -9 without losing a completed step.
@@ -23,7 +23,7 @@ import torch
 
 from judges import JudgeCache, JudgeConfig, Ruler, load_rubric
 from mcp_rl.errors import ConfigError, TaskError
-from mcp_rl.evaluate import decide_all, fresh_references, score, summarize
+from mcp_rl.evaluate import decide_all, decision_figure, improvement, reference_probe, score, summarize
 from mcp_rl.faults import fault_point
 from mcp_rl.grpo import grpo_step, make_optimizer
 from mcp_rl.models import close_models, load_model
@@ -59,6 +59,8 @@ class Trainer:
         self.phases = phases or Phases()
         self.policy: Any = policy
         self.judge: ChatModel | None = None
+        self.success_judge: ChatModel | None = None
+        """Gives judged success (tasks without a reference) in evaluations; None with --judge none."""
         self.ruler: Ruler | None = None
         self.cache = JudgeCache(run.judge_cache)
         self.reward = cfg.reward
@@ -66,7 +68,7 @@ class Trainer:
         self._helpers: dict[str, ChatModel] = {}
 
     # --- setup -----------------------------------------------------------------------------
-    async def tasks(self, pool: SessionPool) -> tuple[list[Task], list[Task]]:
+    async def tasks(self, pool: SessionPool) -> tuple[list[Task], list[Task], list[Task]]:
         from scenario_gen.io import load_tasks, save_tasks
 
         if self.run.tasks_file.exists():  # resuming: the run's own task set
@@ -88,7 +90,9 @@ class Trainer:
         gen = GenerateConfig(
             n=cfg.n_tasks,
             seed=cfg.seed,
+            grounded_share=cfg.grounded_share,
             val_fraction=cfg.val_fraction,
+            test_fraction=cfg.test_fraction,
             instructions=cfg.instructions,
             allow_destructive=cfg.policy.allow_destructive,
         )
@@ -142,6 +146,7 @@ class Trainer:
         if cfg.judge == "none":
             return
         self.judge = self.model(cfg.judge)
+        self.success_judge = self.model(cfg.success_judge or cfg.judge)
         rubric = load_rubric(cfg.rubric_file) if cfg.rubric_file else None
         jc = JudgeConfig(
             permutations=cfg.judge_permutations, seed=cfg.seed, **({"rubric": rubric} if rubric else {})
@@ -169,29 +174,37 @@ class Trainer:
                 advance(1)
                 fault_point(point, step)  # a kill while the step's other episodes still run
 
-            groups = await run_tasks(self.policy, pool, tasks, n, rollout, on_episode=ended)
+            groups = await run_tasks(
+                self.policy, pool, tasks, n, rollout, on_episode=ended, probe=reference_probe
+            )
         trajs = [t for g in groups for t in g]
         for t in trajs:
             t.metadata["step"] = step
         return trajs
 
-    async def evaluate(self, pool: SessionPool, val: list[Task], step: int) -> dict[str, Any]:
-        """Val episodes with the current adapter (step 0: the base model, adapter off)."""
+    async def evaluate(self, pool: SessionPool, tasks: list[Task], step: int, split: str = "val") -> dict[str, Any]:
+        """Episodes of a held-out split with the current adapter (step 0: the base model, adapter off),
+        graded: checked success, and judged success where a success judge exists."""
         t0 = time.monotonic()
-        tasks = {t.id: t for t in val}
         n, temp = self.cfg.eval_samples, self.cfg.eval_temperature
+        label = ("base " if step == 0 else "") + ("eval" if split == "val" else "test")
         if step == 0:
             with self.policy.adapter_disabled():
-                trajs = await self.episodes(pool, val, n, step, temp, phase="base eval")
+                trajs = await self.episodes(pool, tasks, n, step, temp, phase=label)
         else:
-            trajs = await self.episodes(pool, val, n, step, temp, phase="eval")
-        # Answers that move with time or state are graded against what the server says now.
-        fresh = await fresh_references(pool, val)
-        await decide_all(trajs, tasks, self.judge, self.cache, fresh)
-        self.run.save_trajectories(trajs, self.run.eval_file(step))
+            trajs = await self.episodes(pool, tasks, n, step, temp, phase=label)
+        await decide_all(trajs, {t.id: t for t in tasks}, self.success_judge, self.cache)
+        if split == "val":
+            self.run.save_trajectories(trajs, self.run.eval_file(step))
+            kind = "base_eval" if step == 0 else "eval"
+        else:
+            self.run.save_trajectories(trajs, self.run.test_file("base" if step == 0 else "best"))
+            kind = "test_eval"
         return {
-            "kind": "base_eval" if step == 0 else "eval",
+            "kind": kind,
             "step": step,
+            "split": split,
+            **({"model": "base" if step == 0 else "best"} if split == "test" else {}),
             **summarize(trajs),
             "seconds": time.monotonic() - t0,
         }
@@ -202,7 +215,7 @@ class Trainer:
         """RULER + checks -> a reward on every trajectory. Returns the judge's stats."""
         with self.phases.phase("judging", groups if self.ruler else 0) as advance:
             return await score(
-                trajs, tasks, pool, self.ruler, self.reward, self.judge, self.cache,
+                trajs, tasks, pool.tools, self.ruler, self.reward,
                 on_group=lambda _g: advance(1), judge_grounded=self.cfg.judge_grounded,
             )  # fmt: skip
 
@@ -264,18 +277,21 @@ class Trainer:
             self.say(f"resumed after step {state.completed_step} from {ckpt}")
 
         async with SessionPool(self.spec, cfg.policy, size=cfg.group_size, stderr_dir=run.path) as pool:
-            train, val = await self.tasks(pool)
-            tasks = {t.id: t for t in [*train, *val]}
+            train, val, test = await self.tasks(pool)
+            tasks = {t.id: t for t in [*train, *val]}  # test tasks never reach a training step
             self.record_prompt(pool)
             rng = random.Random(cfg.seed)
             if not state.base_evaluated:
                 base = await self.evaluate(pool, val, step=0)
                 self._record(base)
                 state = state.model_copy(
-                    update={"base_evaluated": True, "best_step": 0, "best_success": base["success"]}
+                    update={"base_evaluated": True, "best_step": 0, "best_success": decision_figure(base)[1]}
                 )
+                self._write_best(base)
                 run.commit(state)
                 self.say(_line(base))
+            if not state.test_base_done:
+                state = await self._test(pool, test, state, best=False)
 
             for step in range(state.completed_step + 1, cfg.max_steps + 1):
                 t0 = time.monotonic()
@@ -315,34 +331,76 @@ class Trainer:
             else:
                 state = state.model_copy(update={"stopped": "max_steps"})
                 run.commit(state)
+            if not state.test_best_done:
+                state = await self._test(pool, test, state, best=True)
         return self.result(state)
+
+    async def _test(self, pool: SessionPool, test: list[Task], state: RunState, best: bool) -> RunState:
+        """The test split, run exactly twice: the base model, and the checkpoint val chose. When val
+        chose the base itself, its one test run is the best's too (greedy: it would repeat itself)."""
+        step = (state.best_step or 0) if best else 0
+        if best and step == 0:
+            base = next(m for m in self.run.read_metrics() if m.get("kind") == "test_eval")
+            ev = {**base, "model": "best", "same_as_base": True}
+        else:
+            if best:
+                self.policy.load_adapter(self.run.checkpoint(step))
+            ev = await self.evaluate(pool, test, step, split="test")
+        self._record(ev)
+        self.say(_line(ev))
+        if best:
+            val = next(m for m in self.run.read_metrics() if m.get("kind") in ("eval", "base_eval") and m["step"] == step)
+            base = next(m for m in self.run.read_metrics() if m.get("kind") == "test_eval")
+            checkpoint = str(self.run.checkpoint(step)) if step else None
+            self.run.write_json(
+                self.run.best_file,
+                {"step": step, "checkpoint": checkpoint, "test": ev, "test_base": base, "val": val},
+            )
+        state = state.model_copy(update={"test_best_done" if best else "test_base_done": True})
+        self.run.commit(state)
+        return state
 
     def _save(self, directory: Path, optimizer: torch.optim.Optimizer) -> None:
         self.policy.save_adapter(directory)
         torch.save(optimizer.state_dict(), directory / "optimizer.pt")
 
+    def _write_best(self, ev: dict[str, Any]) -> None:
+        checkpoint = str(self.run.checkpoint(ev["step"])) if ev["step"] else None
+        self.run.write_json(self.run.best_file, {"step": ev["step"], "checkpoint": checkpoint, "val": ev})
+
     def _track_best(self, state: RunState, ev: dict[str, Any]) -> RunState:
-        best = state.best_success if state.best_success is not None else -1.0
-        if ev["success"] > best + self.cfg.min_improvement:
-            self.run.write_json(
-                self.run.best_file,
-                {"step": ev["step"], "checkpoint": str(self.run.checkpoint(ev["step"])), **ev},
-            )
+        """Is this evaluation a new best on val? Judged on the same figure the base was (checked
+        success where measured), by `evaluate.improvement`'s rule."""
+        which, _, scores = decision_figure(ev)
+        best_ev = next(
+            (m for m in self.run.read_metrics()
+             if m.get("kind") in ("eval", "base_eval") and m["step"] == (state.best_step or 0)),
+            None,
+        )  # fmt: skip
+        best_scores = decision_figure(best_ev)[2] if best_ev is not None else {}
+        better, why = improvement(scores, best_scores, self.cfg.min_improvement)
+        self.say(f"  val {which} success vs best (step {state.best_step or 0}): {why}")
+        if better:
+            self._write_best(ev)
             return state.model_copy(
                 update={
                     "best_step": ev["step"],
-                    "best_success": ev["success"],
+                    "best_success": decision_figure(ev)[1],
                     "evals_without_improvement": 0,
                 }
             )
         return state.model_copy(update={"evals_without_improvement": state.evals_without_improvement + 1})
 
     def result(self, state: RunState) -> dict[str, Any]:
-        evals = {m["step"]: m for m in self.run.read_metrics() if m.get("kind") in ("eval", "base_eval")}
+        metrics = self.run.read_metrics()
+        evals = {m["step"]: m for m in metrics if m.get("kind") in ("eval", "base_eval")}
+        tests = {m.get("model"): m for m in metrics if m.get("kind") == "test_eval"}
         return {
             "state": state,
             "base": evals.get(0),
             "best": evals.get(state.best_step or 0),
+            "test_base": tests.get("base"),
+            "test_best": tests.get("best"),
             "run_dir": str(self.run.path),
         }
 
@@ -353,20 +411,32 @@ def _fmt(v: Any, pct: bool = False) -> str:
     return f"{v:.0%}" if pct else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
 
+def rate_text(m: dict[str, Any], prefix: str = "success") -> str:
+    """ "42% [25%, 61%] (n=24 tasks)", or "not measured" when no task had that kind of grading."""
+    if m.get(prefix) is None:
+        return "not measured"
+    return (
+        f"{m[prefix]:.0%} [{m[prefix + '_low']:.0%}, {m[prefix + '_high']:.0%}] (n={m[prefix + '_n']})"
+    )
+
+
 def _line(m: dict[str, Any]) -> str:
     """One summary line per step or evaluation."""
     if m["kind"] == "step":
         return (
-            f"step {m['step']:>3}  reward {_fmt(m['reward_mean'])}  success {_fmt(m['success'], True)}  "
+            f"step {m['step']:>3}  reward {_fmt(m['reward_mean'])}  checked success {_fmt(m['success'], True)}  "
             f"valid calls {_fmt(m['valid_call_rate'], True)}  dropped groups {m.get('groups_dropped', 0)}  "
             f"unscored {m.get('unscored_groups', 0)}  "
             f"rollout {m['rollout_s']:.0f}s judge {m['judge_s']:.0f}s train {m['train_s']:.0f}s"
         )
-    label = "base eval" if m["kind"] == "base_eval" else f"eval @{m['step']}"
+    if m["kind"] == "test_eval":
+        label = f"test {m.get('model', '')}"
+    else:
+        label = "base eval" if m["kind"] == "base_eval" else f"eval @{m['step']}"
+    judged = f"  judged {rate_text(m, 'judged')}" if m.get("judged_n") or m.get("judged") is not None else ""
     return (
-        f"{label:>9}  success {_fmt(m['success'], True)} [{_fmt(m['success_low'], True)}, {_fmt(m['success_high'], True)}] "
-        f"(n={m['success_n']})  valid calls {_fmt(m['valid_call_rate'], True)}  tool errors "
-        f"{_fmt(m['tool_error_rate'], True)}  turns {m['mean_turns']:.1f}  ({m['seconds']:.0f}s)"
+        f"{label:>9}  checked success {rate_text(m)}{judged}  valid calls {_fmt(m['valid_call_rate'], True)}"
+        f"  pasted {_fmt(m.get('pasted_rate'), True)}  turns {m['mean_turns']:.1f}  ({m['seconds']:.0f}s)"
     )
 
 
@@ -380,13 +450,13 @@ def check_config(cfg: TrainConfig) -> None:
         split_tasks(load_tasks(cfg.tasks_file))
 
 
-def split_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task]]:
-    """The train and val splits; training needs both."""
-    train = [t for t in tasks if t.split == "train"]
-    val = [t for t in tasks if t.split == "val"]
-    if not train or not val:
+def split_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
+    """The train, val and test splits; training needs all three."""
+    train, val, test = ([t for t in tasks if t.split == s] for s in ("train", "val", "test"))
+    if not train or not val or not test:
         raise TaskError(
-            f"the task set needs train and val tasks (has {len(train)} train, {len(val)} val)",
-            hint="give more tasks (--n-tasks) or a --tasks file with both splits",
+            f"the task set needs train, val and test tasks (has {len(train)} train, {len(val)} val, "
+            f"{len(test)} test)",
+            hint="give more tasks (--n-tasks), or re-split a task file with `mcp-rl split TASKS -o OUT`",
         )
-    return train, val
+    return train, val, test

@@ -33,7 +33,7 @@ async def _solve_rates(
         if task.answer_depends_on_state and task.reference_calls:
             outcome = await verify(pool.first, task)
             reference = outcome.fresh_answer or reference
-        verdicts = [await decide_success(t, task, judge, reference_answer=reference) for t in trajs]
+        verdicts = [await decide_success(t, task, judge, references=[reference]) for t in trajs]
         known = [v.success for v in verdicts if v.success is not None]
         rates.append(sum(known) / len(known) if known else None)
     return rates

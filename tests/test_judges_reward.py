@@ -76,7 +76,7 @@ def test_reference_success_on_the_labeled_set_matches_labels():
         return [await decide_success(t, tasks[t.task_id]) for t in trajs]
 
     results = anyio.run(all_success)
-    assert all(r.method == "reference" for r in results)
+    assert all(r.method == "checked" for r in results)
     assert [r.success for r in results] == [t.metadata["label_success"] for t in trajs]
 
 
@@ -113,7 +113,7 @@ def test_success_falls_back_to_judge_then_unknown():
         return by_judge, unknown
 
     by_judge, unknown = anyio.run(go)
-    assert by_judge.method == "judge" and by_judge.success is False
+    assert by_judge.method == "judged" and by_judge.success is False
     assert unknown.method == "unknown" and unknown.success is None
 
 

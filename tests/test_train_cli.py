@@ -27,6 +27,8 @@ def _tasks(path: Path) -> Path:
         Task(id="c2", text="What is the name of item ITM-001?", tools_expected=["get_item"], split="train"),
         Task(id="v1", text="How many categories does the shop have?", source="grounded", reference_answer="6",
              tools_expected=["list_categories"], split="val"),
+        Task(id="x1", text="Count the shop's product categories.", source="grounded", reference_answer="6",
+             tools_expected=["list_categories"], split="test"),
     ]  # fmt: skip
     save_tasks(tasks, path)
     return path
@@ -78,6 +80,12 @@ def test_kill_9_then_resume_loses_no_step(tmp_path):
     steps = [m["step"] for m in metrics if m["kind"] == "step"]
     assert steps == [1, 2, 3], "every step exactly once: none lost, none duplicated"
     assert [m["step"] for m in metrics if m["kind"] == "base_eval"] == [0]
+    # the test split ran exactly twice, base and best, once each, despite the kill
+    assert sorted(m["model"] for m in metrics if m["kind"] == "test_eval") == ["base", "best"]
+    assert (run_dir / "test" / "base.parquet").exists()
+    best = json.loads((run_dir / "best.json").read_text())
+    assert best["test"]["kind"] == "test_eval" and best["test_base"]["model"] == "base"
+    assert "test, base" in r.stdout and "test, best" in r.stdout
     # completed steps were kept, not redone
     assert {f"{s:06d}.parquet" for s in range(1, killed_at + 1)} <= steps_before
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["000001", "000002", "000003"]
@@ -94,6 +102,7 @@ def test_kill_9_then_resume_loses_no_step(tmp_path):
     assert (
         html.count("<svg") >= 3
         and "success on val" in html
+        and "Base vs best on test" in html
         and "http://" not in html.replace("http://www.w3.org", "")
     )
 
@@ -109,7 +118,7 @@ def test_kill_9_then_resume_loses_no_step(tmp_path):
         (["train"], "no server given"),
         (["train", "--server", INVENTORY, "--tasks", "/no/such/tasks.jsonl"], "task file not found"),
         (["train", "--server", INVENTORY, "--tasks", "NOTJSON"], "not valid JSON"),
-        (["train", "--server", INVENTORY, "--tasks", "TRAINONLY"], "needs train and val tasks"),
+        (["train", "--server", INVENTORY, "--tasks", "TRAINONLY"], "needs train, val and test tasks"),
         (
             ["train", "--server", "no-such-server-cmd --stdio", "--model", "tiny", "--tasks", "TASKS"],
             "command not found",
@@ -216,12 +225,13 @@ def test_evaluation_grades_state_dependent_tasks_against_the_server_as_it_is_now
         answer_rule=AnswerRule(kind="field", call_index=0, path=["stock"]),
     )  # fmt: skip
     train = Task(id="t", text="List the categories.", split="train")
-    save_tasks([train, stale], tmp_path / "tasks.jsonl")
+    test = Task(id="x", text="List the shop's categories.", split="test")
+    save_tasks([train, stale, test], tmp_path / "tasks.jsonl")
     args = _train_args(tmp_path / "run", tmp_path / "tasks.jsonl")
     args[args.index("--max-steps") + 1] = "1"
     r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (t,) = load_trajectories(tmp_path / "run" / "evals" / "000000.parquet")
-    assert t.metadata["success_method"] == "reference"
-    explanation = t.metadata["success_explanation"]
-    assert "999" not in explanation and ("missing: 6" in explanation or t.metadata["success"]), explanation
+    assert t.metadata["success_method"] == "checked"
+    # graded against what the server said right after the episode, on the episode's own session
+    assert t.metadata["probe"]["reference"] == "6" and t.metadata["reference"] == "6", t.metadata

@@ -86,6 +86,7 @@ def _fmt(x: float | None) -> str:
 def _print(trajs: list[Any], report: Any, tasks: dict[str, Any]) -> None:
     from judges import group_trajectories, success_rate
     from judges.checks import run_checks
+    from judges.success import checked_success
 
     scores = {tid: (g, s) for g in report.groups for tid, s in g.scores.items()}
     table = Table(title="Judged trajectories", show_lines=True)
@@ -107,8 +108,9 @@ def _print(trajs: list[Any], report: Any, tasks: dict[str, Any]) -> None:
                 answer = "given"
             else:
                 answer = "[green]correct[/]" if chk.answer_correct else "[red]wrong[/]"
+            task = tasks.get(t.task_id)
             outcomes.append(
-                bool(chk.answered and chk.answer_correct) if chk.answer_correct is not None else None
+                checked_success(t, task, [task.reference_answer]).success if chk.answer_correct is not None else None
             )
             why = t.judge_explanation or t.metadata.get("judge_unscored", "")
             table.add_row(
@@ -126,7 +128,7 @@ def _print(trajs: list[Any], report: Any, tasks: dict[str, Any]) -> None:
     for gid, reason in report.unscored_reasons.items():
         console.print(f"[yellow]unscored[/] {gid}: {reason}", highlight=False)
     if any(o is not None for o in outcomes):
-        console.print(f"success on grounded tasks (reference check): {success_rate(outcomes)}")
+        console.print(f"checked success (tasks with a reference): {success_rate(outcomes)}")
 
 
 @app.command("judge")

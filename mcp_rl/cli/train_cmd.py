@@ -50,21 +50,30 @@ def _pct(m: dict[str, Any] | None, key: str) -> str:
 
 
 def _report(result: dict[str, Any]) -> None:
-    base, best, state = result["base"], result["best"], result["state"]
-    table = Table(title=f"base vs best (step {state.best_step})")
-    # Evaluations are graded, not rewarded: "answered" (episodes that end in an answer rather than the
-    # turn limit) is the figure that shows the commonest change training makes.
-    for col in ("", "success [95% CI]", "valid-call rate", "tool-error rate", "answered", "mean turns"):
+    from mcp_rl.train import rate_text
+
+    state = result["state"]
+    rows = [
+        ("test, base", result.get("test_base")),
+        (f"test, best (step {state.best_step or 0})", result.get("test_best")),
+        ("val, base", result["base"]),
+        (f"val, best (step {state.best_step or 0})", result["best"]),
+    ]
+    table = Table(title="base vs best: the test split is the result (run once each); val chose the checkpoint")
+    # Evaluations are graded, not rewarded. Checked success (tasks with a reference) is the headline;
+    # judged success (tasks without one) is its own column, never mixed in.
+    for col in ("", "checked success [95% CI]", "judged success", "pasted", "valid calls", "tool errors", "turns"):
         table.add_column(col)
-    for label, m in (("base", base), ("best", best)):
+    for label, m in rows:
         if m is None:
             continue
         table.add_row(
             label,
-            f"{m['success']:.0%} [{m['success_low']:.0%}, {m['success_high']:.0%}] n={m['success_n']}",
+            rate_text(m),
+            rate_text(m, "judged"),
+            _pct(m, "pasted_rate"),
             _pct(m, "valid_call_rate"),
             _pct(m, "tool_error_rate"),
-            _pct(m, "answered_rate"),
             f"{m['mean_turns']:.2f}",
         )
     console.print(table)

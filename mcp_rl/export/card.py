@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 _RESULT_KEYS = (
     "step", "episodes", "success", "success_low", "success_high", "success_n",
+    "judged", "judged_low", "judged_high", "judged_n", "pasted_rate",
     "valid_call_rate", "tool_error_rate", "answered_rate", "mean_turns",
 )  # fmt: skip
 _VLLM_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
@@ -80,9 +81,9 @@ def safe_url(url: str) -> str:
 def run_results(metrics: list[dict[str, Any]], step: int | None, best_step: int | None) -> dict[str, Any]:
     """Base evaluation, the exported step's evaluation and the best one, from metrics.jsonl records."""
 
-    def pick(kind: str, at: int | None) -> dict[str, Any] | None:
+    def pick(kind: str, at: int | None, model: str | None = None) -> dict[str, Any] | None:
         for m in reversed(metrics):
-            if m.get("kind") == kind and (at is None or m.get("step") == at):
+            if m.get("kind") == kind and (at is None or m.get("step") == at) and m.get("model") == model:
                 return {k: m.get(k) for k in _RESULT_KEYS}
         return None
 
@@ -90,6 +91,8 @@ def run_results(metrics: list[dict[str, Any]], step: int | None, best_step: int 
         "base": pick("base_eval", None),
         "exported": pick("eval", step) if step is not None else None,
         "best": pick("eval", best_step) if best_step else None,
+        "test_base": pick("test_eval", None, "base"),
+        "test_best": pick("test_eval", None, "best"),
     }
 
 
@@ -149,7 +152,34 @@ def _pct(v: Any) -> str:
     return "-" if v is None else f"{v:.0%}"
 
 
+def _rate(m: dict[str, Any], prefix: str = "success") -> str:
+    if m.get(prefix) is None:
+        return "not measured"
+    return f"{_pct(m[prefix])} [{_pct(m[prefix + '_low'])}, {_pct(m[prefix + '_high'])}] (n={m[prefix + '_n']})"
+
+
+def _test_rows(results: dict[str, Any]) -> list[str]:
+    """The run's reported figure: the test split, run once on the base and once on val's best."""
+    base, best = results.get("test_base"), results.get("test_best")
+    if base is None or best is None:
+        return []
+    return [
+        f"On the test split (held out from training and from choosing the checkpoint; step {best['step']}"
+        " was val's choice):",
+        "",
+        "| test tasks | base model | best checkpoint |",
+        "|---|---|---|",
+        f"| checked success [95% interval] | {_rate(base)} | {_rate(best)} |",
+        f"| judged success (tasks without a reference) | {_rate(base, 'judged')} | {_rate(best, 'judged')} |",
+        f"| pasted answers | {_pct(base.get('pasted_rate'))} | {_pct(best.get('pasted_rate'))} |",
+        "",
+        "On val:",
+        "",
+    ]
+
+
 def _result_rows(results: dict[str, Any], step: int | None) -> list[str]:
+    rows = _test_rows(results)
     base = results.get("base")
     after, label = results.get("exported"), f"step {step} (exported)"
     if after is None and results.get("best"):
@@ -162,15 +192,10 @@ def _result_rows(results: dict[str, Any], step: int | None) -> list[str]:
     cols = [("base model", base), (label, after)]
     cols = [(n, m) for n, m in cols if m is not None]
 
-    def success(m: dict[str, Any]) -> str:
-        return (
-            f"{_pct(m['success'])} [{_pct(m['success_low'])}, {_pct(m['success_high'])}] (n={m['success_n']})"
-        )
-
-    rows = [
-        "| held-out tasks | " + " | ".join(n for n, _ in cols) + " |",
+    rows += [
+        "| val tasks | " + " | ".join(n for n, _ in cols) + " |",
         "|---" * (len(cols) + 1) + "|",
-        "| success [95% interval] | " + " | ".join(success(m) for _, m in cols) + " |",
+        "| checked success [95% interval] | " + " | ".join(_rate(m) for _, m in cols) + " |",
         "| valid-call rate | " + " | ".join(_pct(m["valid_call_rate"]) for _, m in cols) + " |",
         "| tool-error rate | " + " | ".join(_pct(m["tool_error_rate"]) for _, m in cols) + " |",
         "| answered | " + " | ".join(_pct(m["answered_rate"]) for _, m in cols) + " |",

@@ -15,7 +15,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -31,6 +31,9 @@ from mcp_rl.servers.results import CallStatus
 from mcp_rl.toolcalls import ParsedCall, parse_message
 from mcp_rl.trajectory import EpisodeEnd, ToolCallRecord, Trajectory
 from scenario_gen.task import Task
+
+Probe = Callable[[Task, PooledSession], Awaitable[Any]]
+"""Something run on an episode's own session right after the episode (see `run_group`)."""
 
 
 class RolloutConfig(BaseModel):
@@ -223,9 +226,13 @@ async def run_group(
     group_id: str | None = None,
     limiter: anyio.CapacityLimiter | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
+    probe: Probe | None = None,
 ) -> list[Trajectory]:
     """`n` episodes of one task, concurrently, each on its own (or the shared) server session.
-    `on_episode` is called as each one ends (progress display)."""
+    `on_episode` is called as each one ends (progress display). `probe(task, session)` runs on the
+    episode's own session right after it ends, before the session serves anyone else; what it
+    returns (JSON-able) goes in `metadata["probe"]`. The trainer re-runs a task's reference calls
+    there, so an answer that moves with time or state is graded against the world the episode saw."""
     task = as_task(task)
     gid = group_id or uuid.uuid4().hex[:10]
     out: list[Trajectory | None] = [None] * n
@@ -238,6 +245,8 @@ async def run_group(
                     wait = time.monotonic() - w0
                     traj = await run_episode(model, ps, task, config, group_id=gid, index=k)
                     traj.timings["session_wait_s"] = wait
+                    if probe is not None:
+                        traj.metadata["probe"] = await probe(task, ps)
                     out[k] = traj
             except ServerError as e:  # the session could not be reset or restarted for this episode
                 if out[k] is not None:
@@ -261,6 +270,7 @@ async def run_tasks(
     *,
     max_concurrent: int | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
+    probe: Probe | None = None,
 ) -> list[list[Trajectory]]:
     """One group of `n` episodes per task, all groups at once. A private-session pool bounds the
     episodes in flight by its size; `max_concurrent` bounds them for a shared session too."""
@@ -268,7 +278,9 @@ async def run_tasks(
     limiter = anyio.CapacityLimiter(max_concurrent) if max_concurrent else None
 
     async def one(i: int) -> None:
-        out[i] = await run_group(model, pool, tasks[i], n, config, limiter=limiter, on_episode=on_episode)
+        out[i] = await run_group(
+            model, pool, tasks[i], n, config, limiter=limiter, on_episode=on_episode, probe=probe
+        )
 
     async with anyio.create_task_group() as tg:
         for i in range(len(tasks)):
