@@ -65,6 +65,15 @@ def test_the_price_and_the_stock_of_itm_017_land_in_one_split_of_inventory_48():
     assert {t.split for t in tasks} == {"train", "val", "test"}
 
 
+@pytest.mark.parametrize("path", [INVENTORY_48, TIME_48], ids=["inventory", "time"])
+def test_the_committed_example_sets_are_split_three_ways_sharing_nothing(path):
+    tasks = load_tasks(path)
+    assert {t.split for t in tasks} == {"train", "val", "test"}
+    assert leaks(tasks) == []
+    # as `mcp-rl split --val-fraction 0.25 --test-fraction 0.35 --seed 0` wrote them
+    assert _by_id(tasks) == _by_id(split_tasks(tasks, 0.25, test_fraction=0.35, seed=0))
+
+
 def test_leaks_names_a_call_made_in_two_splits():
     tasks = load_tasks(INVENTORY_48)
     price, stock = (
