@@ -4,7 +4,8 @@
 - `tasks.parquet`: one row per task; nested fields (reference calls, rule, provenance, notes) are
   JSON strings, since tool arguments differ in shape from task to task and a columnar schema cannot
   hold them as structs.
-- a directory: `train.jsonl` + `validation.jsonl` (or `.parquet`) in that flat form, with a README
+- a directory: `train.jsonl` + `validation.jsonl` + `test.jsonl` (or `.parquet`) in that flat form
+  (a split with no task has no file), with a README
   whose YAML header names the splits, so both `datasets.load_dataset(DIR)` and
   `datasets.load_dataset("json", data_files={"train": DIR/train.jsonl, ...})` read it.
 `load_tasks` reads all three (and the flat form in JSONL) back into Task records.
@@ -24,7 +25,7 @@ from scenario_gen.task import TASK_SCHEMA_VERSION, Task
 
 Format = Literal["jsonl", "parquet", "hf"]
 _NESTED = ("reference_calls", "answer_rule", "provenance", "notes")
-_HF_SPLITS = {"train": "train", "val": "validation"}
+_HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
 
 def flat_record(task: Task) -> dict[str, Any]:
@@ -96,7 +97,7 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def _readme(tasks: list[Task], ext: str) -> str:
-    counts = {s: sum(t.split == s for t in tasks) for s in ("train", "val")}
+    counts = {s: sum(t.split == s for t in tasks) for s in _HF_SPLITS}
     prov = tasks[0].provenance if tasks else None
     lines = ["---", "configs:", "- config_name: default", "  data_files:"]
     for split, hf in _HF_SPLITS.items():
@@ -107,7 +108,8 @@ def _readme(tasks: list[Task], ext: str) -> str:
         "",
         "# mcp-rl task set",
         "",
-        f"{len(tasks)} tasks ({counts['train']} train, {counts['val']} validation) written by `mcp-rl generate`.",
+        f"{len(tasks)} tasks ({counts['train']} train, {counts['val']} validation, {counts['test']} test) "
+        "written by `mcp-rl generate`; no reference call or entity is shared between splits.",
     ]
     if prov:
         lines.append(
@@ -203,7 +205,7 @@ def load_tasks(path: str | Path) -> list[Task]:
                 tasks += [t.model_copy(update={"split": split}) for t in reader(f)]
     if not found:
         raise TaskError(
-            f"{path} holds no train/validation files",
-            hint="expected train.jsonl / validation.jsonl (or .parquet)",
+            f"{path} holds no train/validation/test files",
+            hint="expected train.jsonl / validation.jsonl / test.jsonl (or .parquet)",
         )
     return tasks

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from mcp_rl.models.base import ChatModel
 from scenario_gen import prompts
@@ -26,7 +26,7 @@ from scenario_gen.explorer import ExplorableSession, Explorer
 from scenario_gen.grounded import GroundedWriter, verify
 from scenario_gen.llm_json import ask_items
 from scenario_gen.report import GenReport, count_problems
-from scenario_gen.split import split_tasks
+from scenario_gen.split import split_report, split_tasks
 from scenario_gen.task import Provenance, Task
 from scenario_gen.validate import Verdict, check_task, drop_near_duplicates, leaked_names, strip_tool_mentions
 from scenario_gen.writer import TaskWriter, WrittenItem, task_id
@@ -48,6 +48,9 @@ class GenerateConfig(BaseModel):
     instructions: str = ""
     seed: int = 0
     val_fraction: float = Field(default=0.2, ge=0.0, lt=1.0)
+    test_fraction: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """The share held out for the test split. 0 here, so a caller that knows only train and val (the
+    trainer's own generation) gets what it expects; `mcp-rl generate` asks for 0.3."""
     allow_destructive: bool = False
     explore_calls: int = Field(default=60, ge=0)
     batch_size: int = Field(default=5, ge=1, le=20)
@@ -55,6 +58,12 @@ class GenerateConfig(BaseModel):
     """Writer batches before giving up; default scales with n."""
     concurrency: int = Field(default=4, ge=1)
     verify_grounded: bool = True
+
+    @model_validator(mode="after")
+    def _room_for_train(self) -> GenerateConfig:
+        if self.val_fraction + self.test_fraction >= 1.0:
+            raise ValueError("val_fraction + test_fraction must be below 1: train needs tasks")
+        return self
 
 
 async def _resources(session: Any) -> list[str]:
@@ -321,9 +330,13 @@ async def generate_tasks(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     tasks = split_tasks(
-        [t.model_copy(update={"provenance": prov}) for t in tasks], cfg.val_fraction, cfg.seed
+        [t.model_copy(update={"provenance": prov}) for t in tasks],
+        val_fraction=cfg.val_fraction,
+        test_fraction=cfg.test_fraction,
+        seed=cfg.seed,
     )
     run.report.summarize(tasks, run.tool_names)
+    run.report.split = split_report(tasks)
     if len(tasks) < cfg.n:
         run.report.warnings.append(f"only {len(tasks)} of the {cfg.n} tasks asked could be made")
     run.report.llm_calls = run.model.calls

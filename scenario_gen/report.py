@@ -6,9 +6,11 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from scenario_gen.explorer import ExploreStats
+from scenario_gen.split import SplitReport
 from scenario_gen.task import Task
 
 
@@ -19,6 +21,7 @@ class GenReport(BaseModel):
     written: int = 0
     train: int = 0
     val: int = 0
+    test: int = 0
     state_dependent: int = 0
     candidates_written: int = 0
     candidates_grounded: int = 0
@@ -38,6 +41,8 @@ class GenReport(BaseModel):
     similarity: str = ""
     timings: dict[str, float] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
+    split: SplitReport | None = None
+    """How the split went: per split counts, components, the keys too common to identify a task."""
 
     def drop(self, reason: str, n: int = 1, example: str | None = None) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + n
@@ -51,7 +56,8 @@ class GenReport(BaseModel):
         self.grounded = sum(t.source == "grounded" for t in tasks)
         self.written = self.kept - self.grounded
         self.train = sum(t.split == "train" for t in tasks)
-        self.val = self.kept - self.train
+        self.val = sum(t.split == "val" for t in tasks)
+        self.test = sum(t.split == "test" for t in tasks)
         self.state_dependent = sum(t.answer_depends_on_state for t in tasks)
         cov: dict[str, Counter[str]] = {n: Counter() for n in tool_names}
         for t in tasks:
@@ -74,7 +80,18 @@ def render(report: GenReport, console: Console) -> None:
     r = report
     head = Table(title="Task set", show_header=False, box=None, pad_edge=False)
     head.add_row("kept", f"{r.kept} of {r.requested} asked ({r.grounded} grounded, {r.written} written)")
-    head.add_row("split", f"{r.train} train / {r.val} val")
+    head.add_row("split", f"{r.train} train / {r.val} val / {r.test} test")
+    if r.split is not None:
+        s = r.split
+        grounded = " / ".join(str(s.counts.get(k, {}).get("grounded", 0)) for k in ("train", "val", "test"))
+        head.add_row(
+            "split by",
+            f"{s.components} groups sharing no call or entity (largest {s.largest_component}); "
+            f"grounded {grounded}",
+        )
+        if s.ignored_keys:
+            keys = ", ".join(f"{k} ({n})" for k, n in s.ignored_keys.items())
+            head.add_row("too common to split by", escape(keys))  # a key may hold [...]
     if r.grounded:
         v = r.verification
         head.add_row(

@@ -55,7 +55,8 @@ class Task(BaseModel):
     answer_depends_on_state: bool = False
     """True when the answer changes with time or server state: re-run `reference_calls` to grade."""
     language: str = "en"
-    split: Literal["train", "val"] = "train"
+    split: Literal["train", "val", "test"] = "train"
+    """train: rollouts; val: plateau and best checkpoint; test: the figure reported (see `split_tasks`)."""
     provenance: Provenance = Field(default_factory=Provenance)
     notes: dict[str, Any] = Field(default_factory=dict)
     """Free-form marks, e.g. {"policy_solve_rate": 0.0} from a solvability pass."""

@@ -160,6 +160,29 @@ def test_inventory_set_is_valid_distinct_split_and_grounded_answers_check_out():
     assert sum(report.difficulty.values()) == 16
 
 
+def test_a_generated_set_holds_out_a_test_split_that_shares_no_call_or_entity():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from scenario_gen.report import render
+    from scenario_gen.split import leaks
+
+    cfg = GenerateConfig(n=16, seed=3, val_fraction=0.25, test_fraction=0.3)
+    tasks, report = _generate(INVENTORY, FakeTaskWriter(), cfg)
+    assert {t.split for t in tasks} == {"train", "val", "test"}
+    assert (report.train, report.val, report.test) == tuple(
+        sum(t.split == s for t in tasks) for s in ("train", "val", "test")
+    )
+    assert report.split is not None and report.split.leaks == [] and leaks(tasks) == []
+    assert report.split.counts["test"]["grounded"] >= 1
+    out = StringIO()
+    render(report, Console(file=out, width=200))
+    assert f"{report.train} train / {report.val} val / {report.test} test" in out.getvalue()
+    with pytest.raises(ValueError, match="below 1"):
+        GenerateConfig(val_fraction=0.5, test_fraction=0.5)
+
+
 def test_writer_returning_too_few_tasks_is_asked_again():
     fake = FakeTaskWriter(per_call=1)
     tasks, report = _generate(

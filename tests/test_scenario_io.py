@@ -64,7 +64,7 @@ def test_round_trip(tmp_path, name):
     back = load_tasks(path)
     key = lambda t: t.id  # noqa: E731
     assert sorted(back, key=key) == sorted(tasks, key=key)
-    assert {t.split for t in back} == {"train", "val"}
+    assert {t.split for t in back} == {"train", "val", "test"}
 
 
 def test_hf_layout_files(tmp_path):
@@ -72,6 +72,7 @@ def test_hf_layout_files(tmp_path):
     assert {p.name for p in path.iterdir()} == {
         "train.jsonl",
         "validation.jsonl",
+        "test.jsonl",
         "README.md",
         "dataset_info.json",
     }
@@ -86,13 +87,12 @@ def test_hf_layout_files(tmp_path):
 def test_hf_layout_loads_with_datasets(tmp_path):
     datasets = pytest.importorskip("datasets")
     path = save_tasks(_tasks(), tmp_path / "ds")
-    ds = datasets.load_dataset(
-        "json", data_files={"train": str(path / "train.jsonl"), "validation": str(path / "validation.jsonl")}
-    )
-    assert ds["train"].num_rows + ds["validation"].num_rows == 8
+    files = {s: str(path / f"{s}.jsonl") for s in ("train", "validation", "test")}
+    ds = datasets.load_dataset("json", data_files=files)
+    assert ds["train"].num_rows + ds["validation"].num_rows + ds["test"].num_rows == 8
     assert json.loads(ds["train"][0]["reference_calls"]) is not None
     by_dir = datasets.load_dataset(str(path))
-    assert set(by_dir) == {"train", "validation"}
+    assert set(by_dir) == {"train", "validation", "test"}
     pq = save_tasks(_tasks(), tmp_path / "pq", fmt="hf", hf_files="parquet")
     assert datasets.load_dataset("parquet", data_files=str(pq / "train.parquet"))["train"].num_rows > 0
 

@@ -273,4 +273,4 @@ def test_split_is_deterministic_order_free_and_holds_both_sources():
     # adding a task never moves the others
     more = {t.id: t.split for t in split_tasks([*tasks, *_tasks(31)[30:]], 0.2, seed=7)}
     assert sum(more[k] != v for k, v in a.items()) <= 2
-    assert all(t.split == "train" for t in split_tasks(tasks, 0.0, seed=7))
+    assert all(t.split == "train" for t in split_tasks(tasks, 0.0, test_fraction=0.0, seed=7))

@@ -22,6 +22,9 @@ from mcp_rl.cli.options import (
     HeaderOpt,
     NameOpt,
     ServerOpt,
+    TestFractionOpt,
+    ValFractionOpt,
+    check_fractions,
     check_output,
     server_spec,
     tool_policy,
@@ -142,9 +145,8 @@ def generate_command(
         str, typer.Option("--language", help="Language of the tasks (ISO 639-1 code).")
     ] = "en",
     seed: Annotated[int, typer.Option("--seed", help="Seed for exploration, sampling and the split.")] = 0,
-    val_fraction: Annotated[
-        float, typer.Option("--val-fraction", min=0.0, max=0.9, help="Share held out for validation.")
-    ] = 0.2,
+    val_fraction: ValFractionOpt = 0.2,
+    test_fraction: TestFractionOpt = 0.3,
     grounded_share: Annotated[
         float, typer.Option("--grounded-share", min=0.0, max=1.0, help="Share of grounded tasks to aim for.")
     ] = 0.5,
@@ -181,13 +183,14 @@ def generate_command(
     policy = tool_policy(allow_tools, deny_tools, allow_destructive)
     detect_format(output)  # a bad output name fails now, not after minutes of generation
     check_output(output, "--output")
+    check_fractions(val_fraction, test_fraction)
     if policy_model and not check_with:
         raise ConfigError(
             "--policy needs --check-with", hint="pass --check-with MODEL to run the solvability pass"
         )
     cfg = GenerateConfig(
         n=n, grounded_share=grounded_share, language=language, instructions=instructions, seed=seed,
-        val_fraction=val_fraction, allow_destructive=allow_destructive, explore_calls=explore_calls,
+        val_fraction=val_fraction, test_fraction=test_fraction, allow_destructive=allow_destructive, explore_calls=explore_calls,
     )  # fmt: skip
     gen_model = _load(generator, "task writer")
     checker = _load(check_with, "checker") if check_with else None
@@ -207,5 +210,5 @@ def generate_command(
     render(report, console)
     console.print(
         f"[bold green]wrote {len(tasks)} tasks[/] to {path} in {time.monotonic() - t0:.0f} s "
-        f"({report.grounded} grounded, {report.written} written; {report.train} train / {report.val} val); report: {rpath}"
+        f"({report.grounded} grounded, {report.written} written; {report.train} train / {report.val} val / {report.test} test); report: {rpath}"
     )

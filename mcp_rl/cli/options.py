@@ -50,6 +50,29 @@ ConnectTimeoutOpt = Annotated[
 ]
 CallTimeoutOpt = Annotated[float, typer.Option("--call-timeout", help="Seconds to wait for each tool call.")]
 
+# The split, shared by `generate` and `split`.
+ValFractionOpt = Annotated[
+    float,
+    typer.Option(
+        "--val-fraction", min=0.0, max=0.9, help="Share held out for validation (plateau, best step)."
+    ),
+]
+TestFractionOpt = Annotated[
+    float,
+    typer.Option(
+        "--test-fraction", min=0.0, max=0.9, help="Share held out for the test (the figure reported)."
+    ),
+]
+
+
+def check_fractions(val_fraction: float, test_fraction: float) -> None:
+    """Fail before any work when the held-out shares leave no room for train."""
+    if val_fraction + test_fraction >= 1.0:
+        raise ConfigError(
+            f"--val-fraction {val_fraction} and --test-fraction {test_fraction} leave nothing to train on",
+            hint="keep their sum below 1, e.g. --val-fraction 0.2 --test-fraction 0.3",
+        )
+
 
 def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
     out: dict[str, str] = {}
