@@ -5,10 +5,11 @@ one component, and a component goes to one split whole; otherwise what the polic
 of ITM-017" is measured on "the stock of ITM-017". Components are placed in the order of a hash of
 (seed, their task ids), so the same tasks and seed give the same split in any order.
 
-Grounded tasks are graded deterministically, so they are placed first and test picks before val: each
-held-out split gets its fraction of the grounded tasks (at least one when there are enough), then its
-fraction of the set is filled up with the other components. A component too large for the room left in
-val and test goes to train.
+Grounded tasks are graded deterministically (checked success, the reported figure), so they are placed
+first and test picks before val: the held-out splits fill their share of the set with grounded tasks
+first, as far as train keeps `TRAIN_GROUNDED_FLOOR` of them to learn from (the rest divided between
+test and val in proportion to their fractions), then with the other components. A component too large
+for the room left in val and test goes to train.
 """
 
 from __future__ import annotations
@@ -62,6 +63,21 @@ def _share(n: int, fraction: float) -> int:
     return math.floor(n * fraction + 0.5)  # half rounds up, unlike round()
 
 
+TRAIN_GROUNDED_FLOOR = 0.4
+"""The share of grounded tasks train keeps: they give training its clean (checked) reward."""
+
+
+def _grounded_needs(n_grounded: int, n_total: int, fractions: dict[Split, float]) -> dict[Split, int]:
+    """Grounded tasks each held-out split should get: up to its whole share of the set, from the
+    grounded tasks train can spare, divided in proportion to the fractions (at least one each while
+    train keeps one)."""
+    spare = n_grounded - math.ceil(n_grounded * TRAIN_GROUNDED_FLOOR)
+    total_f = sum(fractions[s] for s in _HELD_OUT) or 1.0
+    need = {s: min(_share(n_total, fractions[s]), math.floor(spare * fractions[s] / total_f)) for s in _HELD_OUT}
+    proportional = _needs(n_grounded, fractions)  # never fewer than each split's own fraction
+    return {s: max(need[s], proportional[s]) for s in _HELD_OUT}
+
+
 def _needs(n: int, fractions: dict[Split, float]) -> dict[Split, int]:
     """How many of `n` tasks of one kind each held-out split should get: its fraction, and at least
     one while that still leaves one for train; never all of them (train keeps one, val gives first)."""
@@ -94,9 +110,8 @@ def split_tasks(
     comps = sorted(groups.members().values(), key=lambda m: _rank(seed, [out[i].id for i in m]))
     fractions: dict[Split, float] = {"val": val_fraction, "test": test_fraction}
     n_grounded = sum(t.grounded for t in out)
-    g_need = _needs(n_grounded, fractions)
-    w_need = _needs(len(out) - n_grounded, fractions)
-    room = {s: max(_share(len(out), fractions[s]), g_need[s] + w_need[s]) for s in _HELD_OUT}
+    g_need = _grounded_needs(n_grounded, len(out), fractions)
+    room = {s: max(_share(len(out), fractions[s]), g_need[s]) for s in _HELD_OUT}
     size = dict.fromkeys(_HELD_OUT, 0)
     grounded = dict.fromkeys(_HELD_OUT, 0)
 
