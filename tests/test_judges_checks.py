@@ -21,7 +21,7 @@ from scenario_gen.task import ReferenceCall, Task
         ("There are 42 widgets in stock.", "42", True),
         ("There are 41 widgets.", "42", False),
         ("It costs $1,234.00.", "1234", True),
-        ("It costs 1234.004 dollars", "1234", True),  # within tolerance
+        ("It costs 1234.004 dollars", "1234", False),  # an integer is exact: no tolerance
         ("It costs 1300", "1234", False),
         ("We have 6 in stock at $482.99 each.", "6 in stock; 482.99 USD", True),
         ("We have 6 in stock.", "6 in stock; 482.99 USD", False),  # an expected item is missing
@@ -35,12 +35,16 @@ from scenario_gen.task import ReferenceCall, Task
         ("Yes and no", "yes", False),
         ("", "42", False),
         (None, "42", False),
-        ("Stock went from -3 to 5", "-3", True),
+        ("Stock is at -3 now", "-3", True),
+        ("Stock went from -3 to 5", "-3", False),  # two numbers where one is asked
         ("Item SKU-104 has 7", "SKU-104: 7", True),
         # an ISO 8601 date-time holds its time after a letter T (what time tools return)
-        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "13:59", True),
-        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "2026-12-02", True),
-        ('{"datetime": "2026-12-02T14:05:12-05:00"}', "13:59", False),
+        ("It is 2026-12-02T13:59:12-05:00 there.", "13:59", True),
+        ("It is 2026-12-02T13:59:12-05:00 there.", "2026-12-02", True),
+        ("It is 2026-12-02T14:05:12-05:00 there.", "13:59", False),
+        # ...but a pasted JSON result is no statement, whatever it holds
+        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "13:59", False),
+        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "2026-12-02", False),
     ],
 )
 def test_answer_matches(answer, reference, correct):
