@@ -6,6 +6,14 @@ an arguments object; it is *schema-valid* when `valid` (parsed, a known allowed 
 pass the schema); it ran *without error* when its status is OK. Rates are None when the
 trajectory made no calls: "no calls" is neither good nor bad tool use by itself, and the expected-
 tools check is what catches a trajectory that should have called something.
+
+Faithfulness (rules in `judges.faithful`): a final answer that is mostly a pasted tool result counts
+as no answer (`answered` False; for a grounded task `answer_correct` False); `answer_faithful` says
+whether every value the answer states comes from the task or an OK result; `arguments_faithful`
+whether every argument value comes from the task or an earlier turn's results; `needed_calls_ok`
+(grounded tasks) whether the calls the task needs were made validly and came back OK, and the
+reference answer can be read out of the episode's OK results. The last is logged, not weighted:
+it is there for success and for reading runs.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from judges.answers import AnswerMatch, answer_matches
+from judges.faithful import invented_arguments, pasted_result, reference_supported, unsupported_values
 from mcp_rl.servers.results import CallStatus
 from mcp_rl.trajectory import Trajectory
 from scenario_gen.task import Task
@@ -25,11 +34,23 @@ class CheckResult(BaseModel):
     no_error_rate: float | None = None
     """Share of all calls (invalid ones included) that ran and came back OK."""
     answered: bool = False
+    """A final answer was given, and it is not a pasted tool result."""
+    pasted: bool = False
+    pasted_reason: str = ""
     answer_correct: bool | None = None
     """None when the task has no reference answer."""
     answer_match: AnswerMatch | None = None
     expected_tools_used: float | None = None
     """Share of `task.tools_expected` called at least once validly; None when the task names none."""
+    answer_faithful: bool | None = None
+    """Every value the answer states comes from the task or an OK result; None without an answer."""
+    unsupported_values: list[str] = []
+    arguments_faithful: bool | None = None
+    """No argument value was invented; None when there were no calls."""
+    invented_arguments: list[str] = []
+    needed_calls_ok: bool | None = None
+    """The needed tools were called validly with OK results that hold the reference answer; None
+    when the task has no reference answer."""
 
     def components(self) -> dict[str, float]:
         """The checks as reward components (only those that apply), all in [0, 1]."""
@@ -38,8 +59,10 @@ class CheckResult(BaseModel):
             value = getattr(self, name)
             if value is not None:
                 out[name] = float(value)
-        if self.answer_correct is not None:
-            out["answer_correct"] = float(self.answer_correct)
+        for name in ("answer_correct", "answer_faithful", "arguments_faithful", "needed_calls_ok"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = float(value)
         return out
 
 
@@ -55,13 +78,32 @@ def run_checks(
         res.parse_rate = sum(1 for c in calls if c.name and c.arguments is not None) / n
         res.schema_valid_rate = sum(1 for c in calls if c.valid) / n
         res.no_error_rate = sum(1 for c in calls if c.valid and c.status == CallStatus.OK) / n
-    res.answered = bool(traj.final_answer and traj.final_answer.strip())
+    task_text = task.text if task else traj.task_text
+    ok_calls = [c for c in calls if c.valid and c.status == CallStatus.OK]
+    ok_results = [c.result_text for c in ok_calls if c.result_text]
+    answer = traj.final_answer if traj.final_answer and traj.final_answer.strip() else None
+    if answer is not None:
+        reason = pasted_result(answer, ok_results)
+        res.pasted, res.pasted_reason = reason is not None, reason or ""
+    res.answered = answer is not None and not res.pasted
+    if res.answered and answer is not None:
+        res.unsupported_values = unsupported_values(answer, task_text, ok_results)
+        res.answer_faithful = not res.unsupported_values
+    if n:
+        res.invented_arguments = invented_arguments(calls, task_text)
+        res.arguments_faithful = not res.invented_arguments
     reference = (
         reference_answer if reference_answer is not None else (task.reference_answer if task else None)
     )
     if reference is not None and reference.strip():
-        res.answer_match = answer_matches(traj.final_answer, reference)
-        res.answer_correct = res.answer_match.correct
+        complete = bool(task and task.answer_rule and task.answer_rule.kind == "names")
+        res.answer_match = answer_matches(traj.final_answer, reference, complete=complete, context=task_text)
+        res.answer_correct = res.answer_match.correct and not res.pasted
+        needed = (task.tools_expected or [rc.tool for rc in task.reference_calls]) if task else []
+        called_ok = {c.name for c in ok_calls}
+        res.needed_calls_ok = all(t in called_ok for t in needed) and reference_supported(
+            reference, ok_results
+        )
     if task and task.tools_expected:
         used = {c.name for c in calls if c.valid}
         expected = set(task.tools_expected)

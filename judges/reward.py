@@ -8,13 +8,17 @@ Default weights (all configurable, and every component is stored with the trajec
 | answer_correct       | 1.0    | the task has a reference answer              |
 | expected_tools_used  | 0.25   | the task names the tools it expects          |
 | schema_valid_rate    | 0.25   | the trajectory made at least one call        |
+| answer_faithful      | 0.25   | there is an answer (its values come from the task or an OK result) |
+| arguments_faithful   | 0.25   | the trajectory made at least one call (no argument value invented) |
 | no_error_rate        | 0.1    | the trajectory made at least one call        |
 | parse_rate, answered | 0.0    | (logged, not weighted: schema-valid implies parsed; the gate covers answering) |
+| needed_calls_ok      | 0.0    | the task has a reference answer (logged, not weighted: success reads it) |
 
 The reward is the weighted mean of the components that apply (weights renormalized over them),
 so it stays in [0, 1] whether or not a task is grounded or the judge answered. Then gates:
-- no final answer: the reward is multiplied by `no_answer_factor` (0.25). Not 0, because a weak
-  base model that rarely answers would give GRPO groups of all zeros and no signal at all;
+- no final answer (a pasted tool result counts as none): the reward is multiplied by
+  `no_answer_factor` (0.25). Not 0, because a weak base model that rarely answers would give GRPO
+  groups of all zeros and no signal at all;
 - grounded task, answer checked wrong: the reward is capped at `wrong_answer_cap` (0.5), so a
   judge fooled by a confident wrong answer cannot rank it above a right one.
 """
@@ -33,8 +37,11 @@ class RewardWeights(BaseModel):
     expected_tools_used: float = Field(default=0.25, ge=0)
     schema_valid_rate: float = Field(default=0.25, ge=0)
     no_error_rate: float = Field(default=0.1, ge=0)
+    answer_faithful: float = Field(default=0.25, ge=0)
+    arguments_faithful: float = Field(default=0.25, ge=0)
     parse_rate: float = Field(default=0.0, ge=0)
     answered: float = Field(default=0.0, ge=0)
+    needed_calls_ok: float = Field(default=0.0, ge=0)
 
 
 class RewardConfig(BaseModel):

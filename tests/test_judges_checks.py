@@ -21,7 +21,7 @@ from scenario_gen.task import ReferenceCall, Task
         ("There are 42 widgets in stock.", "42", True),
         ("There are 41 widgets.", "42", False),
         ("It costs $1,234.00.", "1234", True),
-        ("It costs 1234.004 dollars", "1234", True),  # within tolerance
+        ("It costs 1234.004 dollars", "1234", False),  # an integer is exact: no tolerance
         ("It costs 1300", "1234", False),
         ("We have 6 in stock at $482.99 each.", "6 in stock; 482.99 USD", True),
         ("We have 6 in stock.", "6 in stock; 482.99 USD", False),  # an expected item is missing
@@ -35,12 +35,16 @@ from scenario_gen.task import ReferenceCall, Task
         ("Yes and no", "yes", False),
         ("", "42", False),
         (None, "42", False),
-        ("Stock went from -3 to 5", "-3", True),
+        ("Stock is at -3 now", "-3", True),
+        ("Stock went from -3 to 5", "-3", False),  # two numbers where one is asked
         ("Item SKU-104 has 7", "SKU-104: 7", True),
         # an ISO 8601 date-time holds its time after a letter T (what time tools return)
-        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "13:59", True),
-        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "2026-12-02", True),
-        ('{"datetime": "2026-12-02T14:05:12-05:00"}', "13:59", False),
+        ("It is 2026-12-02T13:59:12-05:00 there.", "13:59", True),
+        ("It is 2026-12-02T13:59:12-05:00 there.", "2026-12-02", True),
+        ("It is 2026-12-02T14:05:12-05:00 there.", "13:59", False),
+        # ...but a pasted JSON result is no statement, whatever it holds
+        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "13:59", False),
+        ('{"datetime": "2026-12-02T13:59:12-05:00"}', "2026-12-02", False),
     ],
 )
 def test_answer_matches(answer, reference, correct):
@@ -214,3 +218,123 @@ def test_refresh_reference_re_applies_the_tasks_answer_rule_on_the_live_server()
     fresh = anyio.run(main)
     assert fresh.changed and not fresh.stale
     assert fresh.reference_answer == "9" and fresh.reason == "answer rule re-applied"
+
+
+def _live_calls():
+    """Two turns against the live inventory server: a search, then the item it found."""
+
+    async def main():
+        spec = ServerSpec.parse(f"{sys.executable} -m examples.servers.inventory --transport stdio --seed 0")
+        async with ServerSession(spec, policy=ToolPolicy()) as s:
+            found = await s.call("search_items", {"query": "basecamp"})
+            item = await s.call("get_item", {"item_id": "ITM-003"})
+            return found, item
+
+    found, item = anyio.run(main)
+    assert found.ok and item.ok and "482.99" in item.text
+    return [
+        ToolCallRecord(
+            turn=1,
+            name="search_items",
+            arguments={"query": "basecamp"},
+            status=found.status,
+            result_text=found.text,
+        ),
+        ToolCallRecord(
+            turn=2,
+            name="get_item",
+            arguments={"item_id": "ITM-003"},
+            status=item.status,
+            result_text=item.text,
+        ),
+    ]
+
+
+LIVE_TASK = Task(
+    id="live",
+    text="How many Basecamp 6P Cabin Tents do you have in stock, and what does one cost?",
+    source="grounded",
+    tools_expected=["get_item"],
+    reference_answer="6 in stock; 482.99 USD",
+)
+
+
+def test_a_pasted_live_result_is_no_answer_and_not_correct():
+    calls = _live_calls()
+    pasted = Trajectory(id="p", task_id="live", tool_calls=calls, final_answer=calls[1].result_text)
+    c = run_checks(pasted, LIVE_TASK)
+    assert c.pasted and "raw JSON" in c.pasted_reason
+    assert not c.answered and c.answer_correct is False and c.answer_faithful is None
+    assert c.components()["answered"] == 0.0
+    from judges import combine
+
+    assert combine(c, None)["gate"] == 0.25  # gated like no answer at all
+
+
+def test_faithfulness_checks_on_live_results():
+    calls = _live_calls()
+    right = run_checks(
+        Trajectory(
+            id="r", task_id="live", tool_calls=calls, final_answer="We have 6 of them, at $482.99 each."
+        ),
+        LIVE_TASK,
+    )
+    assert right.answered and right.answer_correct and not right.pasted
+    assert (
+        right.answer_faithful is True and right.arguments_faithful is True and right.needed_calls_ok is True
+    )
+    comps = right.components()
+    assert comps["answer_faithful"] == comps["arguments_faithful"] == comps["needed_calls_ok"] == 1.0
+
+    made_up = run_checks(
+        Trajectory(
+            id="m", task_id="live", tool_calls=calls, final_answer="We have 7 of them, at $482.99 each."
+        ),
+        LIVE_TASK,
+    )
+    assert made_up.answer_correct is False and made_up.answer_faithful is False
+    assert made_up.unsupported_values == ["7"]
+
+    # The id came from nowhere when get_item runs in the same turn as the search that found it.
+    same_turn = [calls[0], calls[1].model_copy(update={"turn": 1})]
+    guessed = run_checks(
+        Trajectory(id="g", task_id="live", tool_calls=same_turn, final_answer="6, at $482.99."), LIVE_TASK
+    )
+    assert guessed.arguments_faithful is False and guessed.invented_arguments == [
+        'get_item.item_id="ITM-003"'
+    ]
+
+    # Answered right without the call the task needs: the answer is correct, the calls are not.
+    skipped = run_checks(
+        Trajectory(id="s", task_id="live", tool_calls=calls[:1], final_answer="6 in stock at $482.99."),
+        LIVE_TASK,
+    )
+    assert skipped.answer_correct is True and skipped.needed_calls_ok is False
+    failed = calls[1].model_copy(update={"status": CallStatus.TOOL_ERROR})
+    broken = run_checks(
+        Trajectory(id="b", task_id="live", tool_calls=[calls[0], failed], final_answer="6 at $482.99."),
+        LIVE_TASK,
+    )
+    assert broken.needed_calls_ok is False
+
+
+def test_the_time_tools_pasted_json_is_not_a_no():
+    result = (
+        '{"timezone": "Europe/London", "datetime": "2026-12-03T20:05:11+00:00", '
+        '"day_of_week": "Thursday", "is_dst": false}'
+    )
+    time_call = ToolCallRecord(
+        turn=1,
+        name="get_current_time",
+        arguments={"timezone": "Europe/London"},
+        status=CallStatus.OK,
+        result_text=result,
+    )
+    task = Task(
+        id="dst", text="Is London on daylight saving time now?", source="grounded", reference_answer="no"
+    )
+    pasted = Trajectory(id="x", task_id="dst", tool_calls=[time_call], final_answer=f"```json {result}```")
+    said = Trajectory(id="y", task_id="dst", tool_calls=[time_call], final_answer="No, London is on GMT now.")
+    c, d = run_checks(pasted, task), run_checks(said, task)
+    assert c.pasted and c.answer_correct is False and not c.answered
+    assert d.answer_correct is True and d.answered and d.needed_calls_ok is True and d.arguments_faithful

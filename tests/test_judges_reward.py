@@ -161,3 +161,20 @@ def test_judges_never_imports_the_trainer():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_faithfulness_is_weighted_and_needed_calls_are_logged_only():
+    faithful = CheckResult(
+        n_calls=1,
+        schema_valid_rate=1.0,
+        answered=True,
+        answer_faithful=True,
+        arguments_faithful=True,
+        needed_calls_ok=False,
+    )
+    unfaithful = faithful.model_copy(update={"answer_faithful": False, "arguments_faithful": False})
+    a, b = combine(faithful, None), combine(unfaithful, None)
+    # schema 0.25*1 + answer_faithful 0.25 + arguments_faithful 0.25 (+ needed_calls_ok 0.0) over 0.75
+    assert a["reward"] == pytest.approx(1.0) and b["reward"] == pytest.approx(0.25 / 0.75)
+    assert a["needed_calls_ok"] == 0.0  # logged with the components, weighing nothing
+    assert combine(faithful.model_copy(update={"needed_calls_ok": True}), None)["reward"] == a["reward"]

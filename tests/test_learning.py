@@ -86,6 +86,8 @@ def _train(tmp_path, monkeypatch_fn=None) -> list[float]:
         no_error_rate=0,
         parse_rate=0,
         answered=0,
+        answer_faithful=0,
+        arguments_faithful=0,
     )
     cfg = TrainConfig(
         model="tiny",
