@@ -11,8 +11,8 @@ Faithfulness (rules in `judges.faithful`): a final answer that is mostly a paste
 as no answer (`answered` False; for a grounded task `answer_correct` False); `answer_faithful` says
 whether every value the answer states comes from the task or an OK result; `arguments_faithful`
 whether every argument value comes from the task or an earlier turn's results; `needed_calls_ok`
-(grounded tasks) whether the calls the task needs were made validly and came back OK, and the
-reference answer can be read out of the episode's OK results. The last is logged, not weighted:
+(grounded tasks) whether the episode made a valid call that came back OK with a result the reference
+answer can be read out of (by whichever tool). The last is logged, not weighted:
 it is there for success and for reading runs.
 """
 
@@ -49,8 +49,8 @@ class CheckResult(BaseModel):
     """No argument value was invented; None when there were no calls."""
     invented_arguments: list[str] = []
     needed_calls_ok: bool | None = None
-    """The needed tools were called validly with OK results that hold the reference answer; None
-    when the task has no reference answer."""
+    """A valid call came back OK with a result the reference answer can come from (whichever tool
+    made it); None when the task has no reference answer."""
 
     def components(self) -> dict[str, float]:
         """The checks as reward components (only those that apply), all in [0, 1]."""
@@ -99,11 +99,11 @@ def run_checks(
         complete = bool(task and task.answer_rule and task.answer_rule.kind == "names")
         res.answer_match = answer_matches(traj.final_answer, reference, complete=complete, context=task_text)
         res.answer_correct = res.answer_match.correct and not res.pasted
-        needed = (task.tools_expected or [rc.tool for rc in task.reference_calls]) if task else []
-        called_ok = {c.name for c in ok_calls}
-        res.needed_calls_ok = all(t in called_ok for t in needed) and reference_supported(
-            reference, ok_results
-        )
+        # The calls a task needs are those its answer can come from: some valid call came back OK
+        # with the reference answer in (or countable from) its result. Not necessarily the tools the
+        # writer expected: another path to the same result counts (the labelled set has one that
+        # used filter_items and get_item where the writer expected search_items).
+        res.needed_calls_ok = bool(ok_calls) and reference_supported(reference, ok_results)
     if task and task.tools_expected:
         used = {c.name for c in calls if c.valid}
         expected = set(task.tools_expected)

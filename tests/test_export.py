@@ -175,7 +175,7 @@ def _check_card_and_secrets(out: Path, fmt: str, system: str) -> dict[str, Any]:
     assert info["config"]["server"]["env"] == {"SHOP_API_KEY": "***"}
     assert system in card and ANSWER_CONVENTION in card
     assert "list_categories" in card and "get_item" in card
-    assert "| success [95% interval] | 25% [7%, 59%] (n=8) | 75% [41%, 93%] (n=8) |" in card
+    assert "| checked success [95% interval] | 25% [7%, 59%] (n=8) | 75% [41%, 93%] (n=8) |" in card
     assert f"mcp-rl serve {out}" in card
     if fmt == "peft":
         assert f"--enable-lora --lora-modules shop-run-step1={out}" in card

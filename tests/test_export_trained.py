@@ -46,6 +46,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
              reference_answer="29.99", tools_expected=["search_items"], split="train"),
         Task(id="v1", text="How many categories are there?", source="grounded", reference_answer="6",
              tools_expected=["list_categories"], split="val"),
+        Task(id="x1", text="Count the shop's product categories.", source="grounded", reference_answer="6",
+             tools_expected=["list_categories"], split="test"),
     ]  # fmt: skip
     save_tasks(tasks, tmp / "tasks.jsonl")
     run = tmp / "run"

@@ -24,7 +24,6 @@ from judges import (
     wilson_interval,
 )
 from judges.fakes import FakeScriptedJudge
-from judges.regrade import FreshReference
 from mcp_rl.trajectory import load_trajectories
 from scenario_gen.task import Task
 
@@ -145,7 +144,8 @@ def test_pipeline_stores_components_and_reports_unscored_groups():
 
 def test_pipeline_drops_a_stale_reference():
     trajs, tasks = load_set()
-    stale = {"task-A": FreshReference(reference_answer=None, changed=True, stale=True)}
+    # the episodes of task-A have no usable reference left (it went stale): nothing grades their answer
+    stale = {t.id: [] for t in trajs if t.task_id == "task-A"}
     anyio.run(judge_trajectories, trajs, tasks, None, None, None, stale)
     a1 = next(t for t in trajs if t.id == "A1")
     b1 = next(t for t in trajs if t.id == "B1")

@@ -75,6 +75,7 @@ def _train(tmp_path, monkeypatch_fn=None) -> list[float]:
     tasks = [
         Task(id="train-1", text=TASK, tools_expected=["list_categories"], split="train"),
         Task(id="val-1", text=TASK, tools_expected=["list_categories"], split="val"),
+        Task(id="test-1", text=TASK, tools_expected=["list_categories"], split="test"),
     ]
     save_tasks(tasks, tmp_path / "tasks.jsonl")
     # Reward: did the episode use the expected tool (a valid call to list_categories)? Nothing else.

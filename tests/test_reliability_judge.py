@@ -47,7 +47,7 @@ def step_of_trajectories() -> list[Trajectory]:
         for k, answer in enumerate(["There are 6 categories.", "There are 4.", None]):
             call = ToolCallRecord(
                 turn=1, name="list_categories", arguments={}, raw="", valid=True, status=CallStatus.OK,
-                result_text='{"tents": 3}',
+                result_text='["tents", "sleeping bags", "backpacks", "stoves", "lights", "clothing"]',
             )  # fmt: skip
             messages = [{"role": "user", "content": TASKS[tid].text}]
             if answer:
@@ -99,9 +99,11 @@ def test_a_whole_step_with_a_broken_judge_completes_on_checks(mode: str) -> None
     # the checks still tell a right answer from a wrong one and from none
     g = {t.id: t.reward for t in trajs if t.task_id == "g"}
     assert g["g-0"] > g["g-1"] >= g["g-2"]
-    # success: the reference decides the grounded task; the broken judge leaves the other unknown
+    # success: the reference decides the grounded task; for the other, an episode that passes the
+    # answer gates is left unknown by the broken judge, and one that fails them (an invented "4", no
+    # answer) fails without a verdict
     assert [t.metadata["success"] for t in trajs if t.task_id == "g"] == [True, False, False]
-    assert all(t.metadata["success"] is None for t in trajs if t.task_id == "w")
+    assert [t.metadata["success"] for t in trajs if t.task_id == "w"] == [None, False, False]
 
 
 # --- a real `mcp-rl train` with a broken API judge ------------------------------------------------
@@ -179,6 +181,7 @@ def test_train_with_a_broken_api_judge_finishes(
                 reference_answer="6",
                 split="val",
             ),
+            Task(id="x1", text="Count the categories.", source="grounded", reference_answer="6", split="test"),
         ],
         tasks,
     )

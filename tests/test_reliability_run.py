@@ -34,6 +34,7 @@ def tasks_file(path: Path) -> Path:
             Task(id="c1", text=q, source="grounded", reference_answer="6", split="train"),
             Task(id="c2", text="What is the name of item ITM-001?", split="train"),
             Task(id="v1", text=q, source="grounded", reference_answer="6", split="val"),
+            Task(id="x1", text=q, source="grounded", reference_answer="6", split="test"),
         ],
         path,
     )

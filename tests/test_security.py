@@ -54,7 +54,12 @@ def test_planted_secrets_reach_no_file_and_no_log(tmp_path: Path, inventory_http
     tasks = tmp_path / "tasks.jsonl"
     q = "How many categories are there?"
     save_tasks(
-        [Task(id="a", text=q, split="train"), Task(id="b", text=q, reference_answer="6", split="val")], tasks
+        [
+            Task(id="a", text=q, split="train"),
+            Task(id="b", text=q, reference_answer="6", split="val"),
+            Task(id="c", text=q, reference_answer="6", split="test"),
+        ],
+        tasks,
     )
     config = tmp_path / "servers.json"
     config.write_text(

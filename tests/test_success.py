@@ -68,12 +68,18 @@ def test_judged_success_needs_an_answer_and_never_asks_the_judge_without_one():
     judge = FakeScriptedJudge(['{"explanation": "fine", "success": true}'])
     silent = anyio.run(judged_success, _episode(task, None), task, judge, None)
     assert silent.success is False and silent.method == "judged" and judge.calls == []
-    answered = anyio.run(judged_success, _episode(task, "The Basecamp 6P Cabin Tent."), task, judge, None)
+    search = _call("search_items", {"query": "tent"}, '[{"id": "ITM-003", "name": "Basecamp 6P Cabin Tent"}]')
+    answered = anyio.run(
+        judged_success, _episode(task, "The Basecamp 6P Cabin Tent (ITM-003).", [search]), task, judge, None
+    )
     assert answered.success is True and len(judge.calls) == 1
     # the success verdict has a prompt of its own, not the reward's RULER prompt
     assert "strict grader" in judge.calls[0][0]["content"]
     unknown = anyio.run(judged_success, _episode(task, "The Basecamp."), task, None, None)
     assert unknown.success is None and unknown.method == "unknown"
+    # an answer stating values no tool returned fails its gate before any judge is asked
+    invented = anyio.run(judged_success, _episode(task, "The Basecamp 6P, at $249."), task, judge, None)
+    assert invented.success is False and invented.gates["answer_faithful"] is False and len(judge.calls) == 1
 
 
 def test_checked_and_judged_success_are_reported_apart():
@@ -82,9 +88,10 @@ def test_checked_and_judged_success_are_reported_apart():
     written = Task(id="w", text="Suggest a tent for a family.")
     tasks = {"g": grounded, "w": written}
     result = json.dumps(["a", "b", "c", "d", "e", "f"])
+    search = _call("search_items", {"query": "tent"}, '[{"id": "ITM-003", "name": "Basecamp 6P Cabin Tent"}]')
     trajs = [
         _episode(grounded, "There are 6 categories.", [_call("list_categories", {}, result)]),
-        _episode(written, "The Basecamp 6P Cabin Tent."),
+        _episode(written, "The Basecamp 6P Cabin Tent.", [search]),
     ]
     judge = FakeScriptedJudge(['{"explanation": "fine", "success": true}'])
     anyio.run(decide_all, trajs, tasks, judge, None)
@@ -94,7 +101,7 @@ def test_checked_and_judged_success_are_reported_apart():
     assert (s["judged"], s["judged_n"]) == (1.0, 1)
     # with no judge, judged success is absent ("not measured"), not 0
     trajs2 = [_episode(grounded, "There are 6 categories.", [_call("list_categories", {}, result)]),
-              _episode(written, "The Basecamp 6P Cabin Tent.", k=1)]  # fmt: skip
+              _episode(written, "The Basecamp 6P Cabin Tent.", [search], k=1)]  # fmt: skip
     anyio.run(decide_all, trajs2, tasks, None, None)
     s2 = summarize(trajs2)
     assert s2["judged"] is None and s2["judged_n"] == 0 and rate_text(s2, "judged") == "not measured"
