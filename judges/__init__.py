@@ -20,8 +20,8 @@ from judges.reward import RewardConfig, RewardWeights, apply_reward, combine
 from judges.ruler import GroupScore, JudgeConfig, Ruler, permutation_orders
 from judges.scores import ScoreCheck, check_scores
 from judges.success import Success, SuccessRate, decide_success, success_rate, wilson_interval
-from judges.usage import Usage
 from judges.verdict import Verdict, judge_verdict
+from mcp_rl.usage import Usage
 
 __all__ = [
     "DEFAULT_RUBRIC",

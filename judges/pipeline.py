@@ -18,8 +18,8 @@ from judges.regrade import graded_reference
 from judges.reward import RewardConfig, apply_reward
 from judges.ruler import GroupScore, Ruler
 from judges.success import has_reference
-from judges.usage import Usage
 from mcp_rl.trajectory import Trajectory
+from mcp_rl.usage import Usage
 from scenario_gen.task import Task
 
 log = logging.getLogger("mcp_rl.judges")

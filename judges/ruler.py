@@ -19,7 +19,6 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
-from judges.ask import ask_with_repair
 from judges.cache import JudgeCache, cache_key
 from judges.prompts import (
     DEFAULT_RUBRIC,
@@ -31,10 +30,11 @@ from judges.prompts import (
 )
 from judges.render import render_context, render_tools, render_trajectory, shared_prefix_len
 from judges.scores import ScoreEntry, check_scores
-from judges.usage import Usage
 from mcp_rl.errors import JudgeError
 from mcp_rl.models.base import ChatModel, Message, SamplingParams
+from mcp_rl.structured import ask_with_repair, follow_up
 from mcp_rl.trajectory import Trajectory
+from mcp_rl.usage import Usage
 from scenario_gen.task import Task
 
 
@@ -194,10 +194,11 @@ class Ruler:
                 self.judge,
                 messages,
                 validate,
-                lambda problems: repair_message(problems, ids),
+                follow_up(lambda problems: repair_message(problems, ids)),
                 max_retries=self.config.max_retries,
                 sampling=sampling,
                 timeout_s=self.config.timeout_s,
+                who="the judge",
             )
         if asked.value is None:
             return None, asked.attempts, asked.problems, asked.usage

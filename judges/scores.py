@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from judges.jsonparse import JsonExtractError, extract_json
+from mcp_rl.structured import JsonReplyError, extract_json
 
 
 class ScoreEntry(BaseModel):
@@ -67,7 +67,7 @@ def check_scores(text: str, expected_ids: list[str]) -> ScoreCheck:
     expected = {i.lower() for i in expected_ids}
     try:
         obj = extract_json(text)
-    except JsonExtractError as e:
+    except JsonReplyError as e:
         return ScoreCheck(problems=[f"Your reply could not be read as JSON: {e}."])
 
     items: Any

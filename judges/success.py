@@ -28,10 +28,10 @@ from pydantic import BaseModel
 from judges.cache import JudgeCache
 from judges.checks import CheckResult, run_checks
 from judges.regrade import graded_reference
-from judges.usage import Usage
 from judges.verdict import judge_verdict
 from mcp_rl.models.base import ChatModel
 from mcp_rl.trajectory import Trajectory
+from mcp_rl.usage import Usage
 from scenario_gen.task import Task
 
 Kind = Literal["checked", "judged"]

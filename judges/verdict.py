@@ -10,14 +10,13 @@ import time
 
 from pydantic import BaseModel
 
-from judges.ask import ask_with_repair
 from judges.cache import JudgeCache, cache_key
-from judges.jsonparse import JsonExtractError, extract_json
 from judges.prompts import SUCCESS_PROMPT_VERSION, VERDICT_SYSTEM, task_block, verdict_repair_message
 from judges.render import render_trajectory
-from judges.usage import Usage
 from mcp_rl.models.base import ChatModel, SamplingParams
+from mcp_rl.structured import JsonReplyError, ask_with_repair, extract_json, follow_up
 from mcp_rl.trajectory import Trajectory
+from mcp_rl.usage import Usage
 from scenario_gen.task import Task
 
 _TRUE = {"true", "yes", "success", "succeeded", "1"}
@@ -35,7 +34,7 @@ class Verdict(BaseModel):
 def parse_verdict(text: str) -> tuple[tuple[bool, str] | None, list[str]]:
     try:
         obj = extract_json(text, want=dict)
-    except JsonExtractError as e:
+    except JsonReplyError as e:
         return None, [f"Your reply could not be read as JSON: {e}."]
     raw = obj.get("success")
     if isinstance(raw, bool):
@@ -75,10 +74,11 @@ async def judge_verdict(
         judge,
         messages,
         parse_verdict,
-        lambda problems: verdict_repair_message(" ".join(problems)),
+        follow_up(lambda problems: verdict_repair_message(" ".join(problems))),
         max_retries=max_retries,
         sampling=sampling,
         timeout_s=timeout_s,
+        who="the judge",
     )
     if asked.value is None:
         last = asked.problems[-1] if asked.problems else "no reply"

@@ -1,9 +1,9 @@
 """A conversation with a model working a live MCP server: the training agent loop, kept open.
 
-Each user message runs turns exactly as an episode does in training (`mcp_rl.rollout`): the model
+Each user message runs turns of the same `rollout.turn.Agent` an episode runs in training: the model
 sees the same system prompt and tool list, its replies are parsed by the same parser, calls are
-checked and run by the same code (`rollout.execute.run_calls`, with the session's ToolPolicy, so
-excluded tools stay excluded), and results come back as `tool` messages. A reply with no tool call
+checked and run by the same code (with the session's ToolPolicy, so excluded tools stay excluded),
+the server is restarted after a crash the same way, and results come back as `tool` messages. A reply with no tool call
 is the answer; the conversation is kept for the next user message.
 """
 
@@ -14,15 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mcp_rl.errors import McpRlError
 from mcp_rl.models.base import ChatModel, Message, SamplingParams, TokenModel
 from mcp_rl.prompts import system_prompt
-from mcp_rl.rollout.execute import run_calls
-from mcp_rl.rollout.loop import RolloutConfig, api_tool_calls
+from mcp_rl.rollout.loop import RolloutConfig
 from mcp_rl.rollout.pool import PooledSession
-from mcp_rl.servers.results import CallStatus
+from mcp_rl.rollout.tokens import TokenTrace
+from mcp_rl.rollout.turn import Agent
 from mcp_rl.servers.session import ServerSession
-from mcp_rl.toolcalls import parse_message
 from mcp_rl.trajectory import ToolCallRecord
 
 
@@ -62,16 +60,15 @@ class Chat:
         on_call: Callable[[ToolCallRecord], None] | None = None,
     ) -> None:
         self.model = model
-        self.ps = PooledSession(session)
         self.config = config or RolloutConfig(temperature=0.0)
-        self.on_call = on_call
-        self.tools = [t.openai() for t in session.tools]
-        self.tool_names = [t.name for t in session.tools]
+        # One agent for the whole chat: its turns number the calls and its restarts are counted
+        # across messages, as an episode's are.
+        self.agent = Agent(model, PooledSession(session), self.config, on_call)
+        self.tools = self.agent.tools
+        self.tool_names = self.agent.tool_names
         self.system = system
         self.messages: list[Message] = []
         self.reset()
-        self._turns = 0
-        self._restarts = 0
 
     def reset(self) -> None:
         """Forget the conversation (the server's state is not touched)."""
@@ -79,62 +76,23 @@ class Chat:
 
     def _sampling(self, max_new: int) -> SamplingParams:
         c = self.config
-        seed = None if c.seed is None else (c.seed + self._turns) % 2**31
+        seed = None if c.seed is None else (c.seed + self.agent.turns) % 2**31
         return SamplingParams(temperature=c.temperature, top_p=c.top_p, max_new_tokens=max_new, seed=seed)
-
-    async def _generate(self) -> tuple[str, str] | None:
-        """(text, finish_reason) of the next assistant message; None when the context is full."""
-        c = self.config
-        if isinstance(self.model, TokenModel):
-            prompt = self.model.encode(self.model.render(self.messages, self.tools, True))
-            limit = min(
-                c.max_context_tokens, getattr(self.model, "max_context", None) or c.max_context_tokens
-            )
-            room = limit - len(prompt)
-            if room < c.min_new_tokens:
-                return None
-            (out,) = await self.model.generate(prompt, 1, self._sampling(min(c.max_new_tokens, room)))
-        else:
-            (out,) = await self.model.chat(self.messages, self.tools, 1, self._sampling(c.max_new_tokens))
-        self._turns += 1
-        return out.text, out.finish_reason
 
     async def send(self, text: str) -> Reply:
         self.messages.append({"role": "user", "content": text})
         records: list[ToolCallRecord] = []
         for turn in range(1, self.config.max_turns + 1):
-            generated = await self._generate()
-            if generated is None:
+            # The conversation is rendered whole each turn (a fresh trace): nothing is trained on
+            # a chat, so a template that rewrites earlier turns, or a /reset, is fine here.
+            trace = TokenTrace(self.model, self.tools) if isinstance(self.model, TokenModel) else None
+            done = await self.agent.turn(self.messages, self._sampling, trace, record_turn=turn)
+            if done is None:
                 return Reply(answer=None, calls=records, end="context")
-            content, finish = generated
-            assistant: Message = {"role": "assistant", "content": content}
-            self.messages.append(assistant)
-            parsed = parse_message(content, self.tool_names)
-            if parsed.is_final:
-                return Reply(answer=content.strip(), calls=records, truncated=finish == "length")
-            ids = [f"call_{self._turns}_{k}" for k in range(len(parsed.calls))]
-            if not isinstance(self.model, TokenModel):
-                assistant["tool_calls"] = api_tool_calls(parsed.calls, ids)
-            seen = self.ps.generation
-            new = await run_calls(self.ps, parsed.calls, turn, self.config.max_calls_per_turn)
-            crashed = any(r.status is CallStatus.CRASH for r in new)
-            restarted = False
-            if crashed and self._restarts < self.config.max_restarts:
-                try:
-                    await self.ps.restart_after_crash(seen)
-                    self._restarts += 1
-                    restarted = True
-                except McpRlError:
-                    restarted = False
-            for rec, cid in zip(new, ids, strict=True):
-                if rec.status is CallStatus.CRASH and restarted:
-                    rec.result_text += "\n(The server was restarted: changes made before the crash are lost.)"
-                self.messages.append(
-                    {"role": "tool", "tool_call_id": cid, "name": rec.name, "content": rec.result_text}
-                )
-                if self.on_call is not None:
-                    self.on_call(rec)
-            records.extend(new)
-            if crashed and not restarted:
+            if done.final:
+                truncated = done.completion.finish_reason == "length"
+                return Reply(answer=done.content.strip(), calls=records, truncated=truncated)
+            records.extend(done.calls)
+            if done.server_lost:
                 return Reply(answer=None, calls=records, end="server_error")
         return Reply(answer=None, calls=records, end="max_turns")

@@ -32,8 +32,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mcp_rl.structured import FENCE
+
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_\-]*)[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 # A fragment that was meant to be a call object: an opening brace (or a list of them) then a name key.
 _CALL_START = re.compile(r"""\[?\s*\{\s*["']?(name|function|tool_calls)["']?\s*:""")
 _MAX_RAW = 600
@@ -80,7 +81,7 @@ def _scan(text: str, known: set[str]) -> Iterator[ParsedCall]:
 def _parse_tag_body(body: str, raw: str, known: set[str]) -> Iterator[ParsedCall]:
     raw = raw.strip()[:_MAX_RAW]
     inner = body.strip()
-    fence = _FENCE.fullmatch(inner)
+    fence = FENCE.fullmatch(inner)
     if fence:  # some models put a fence inside the tags
         inner = fence.group(2).strip()
     if not inner:

@@ -24,9 +24,9 @@ from pydantic import BaseModel, RootModel, model_validator
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.results import CallStatus, ToolResult
 from mcp_rl.servers.tools import ToolSpec
+from mcp_rl.structured import ask_items
 from scenario_gen import prompts
 from scenario_gen.argsynth import ArgProposal, schema_errors, synthesize
-from scenario_gen.llm_json import ask_items
 from scenario_gen.values import ValuePool, result_json
 
 _READ_NAME = re.compile(

@@ -21,10 +21,10 @@ from pydantic import BaseModel, field_validator
 
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.tools import ToolSpec
+from mcp_rl.structured import ask_items
 from scenario_gen import prompts
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
 from scenario_gen.facts import Fact, apply_rule, extract_facts, format_value
-from scenario_gen.llm_json import ask_items
 from scenario_gen.task import ReferenceCall, Task
 from scenario_gen.validate import leaked_names, strip_tool_mentions
 

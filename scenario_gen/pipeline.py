@@ -20,11 +20,11 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from mcp_rl.models.base import ChatModel
+from mcp_rl.structured import ask_items
 from scenario_gen import prompts
 from scenario_gen.dedup import Similarity, default_similarity
 from scenario_gen.explorer import ExplorableSession, Explorer
 from scenario_gen.grounded import GroundedWriter, verify
-from scenario_gen.llm_json import ask_items
 from scenario_gen.report import GenReport, count_problems
 from scenario_gen.split import split_report, split_tasks
 from scenario_gen.task import Provenance, Task

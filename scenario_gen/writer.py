@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.tools import ToolSpec
+from mcp_rl.structured import ask_items
 from scenario_gen import prompts
-from scenario_gen.llm_json import ask_items
 from scenario_gen.task import Task
 
 _WORD_DIFFICULTY = {

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 import mcp_rl.cli.judge_cmd as judge_cmd
-from judges.fakes import FakeScriptedJudge
 from mcp_rl.cli import app
 from mcp_rl.trajectory import load_trajectories
+from tests.judge_fakes import FakeScriptedJudge
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
 runner = CliRunner()

@@ -23,9 +23,9 @@ from judges import (
     success_rate,
     wilson_interval,
 )
-from judges.fakes import FakeScriptedJudge
 from mcp_rl.trajectory import load_trajectories
 from scenario_gen.task import Task
+from tests.judge_fakes import FakeScriptedJudge
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
 
@@ -156,7 +156,7 @@ def test_judges_never_imports_the_trainer():
     import subprocess
     import sys
 
-    code = "import sys, judges, judges.fakes; print(sorted(m for m in sys.modules if m.startswith(('mcp_rl.train', 'mcp_rl.grpo', 'torch'))))"
+    code = "import sys, judges; print(sorted(m for m in sys.modules if m.startswith(('mcp_rl.train', 'mcp_rl.grpo', 'torch'))))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )

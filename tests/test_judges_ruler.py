@@ -1,5 +1,5 @@
 """RULER with a fake scripted judge: id matching, repair retries, unscored groups, permutations, cache,
-concurrency. The fake (judges.fakes.FakeScriptedJudge) stands in for the model because the point here is
+concurrency. The fake (tests.judge_fakes.FakeScriptedJudge) stands in for the model because the point here is
 the parser and retry logic, which a real model exercises only by chance."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import anyio
 import pytest
 
 from judges import JudgeCache, JudgeConfig, Ruler, permutation_orders
-from judges.fakes import FakeScriptedJudge
 from mcp_rl.errors import JudgeError
 from mcp_rl.trajectory import Trajectory
 from scenario_gen.task import Task
+from tests.judge_fakes import FakeScriptedJudge
 
 SYSTEM = "You are a shop assistant. SYSTEM-PROMPT-MARKER"
 TASK = Task(id="task-1", text="How many tents are in stock?", source="grounded", reference_answer="14")

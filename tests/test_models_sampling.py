@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from mcp_rl.models.sampling import sample
+from mcp_rl.models.hf_sampler import sample
 
 V = 3000
 DRAWS = 40000

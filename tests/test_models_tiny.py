@@ -12,8 +12,8 @@ import torch
 
 from mcp_rl.errors import ModelError
 from mcp_rl.models import SamplingParams, TokenModel, load_model, load_tiny
-from mcp_rl.models.fastpath import FastDecoder
 from mcp_rl.models.hf_backend import TransformersModel
+from mcp_rl.models.hf_fast_decoder import FastDecoder
 from mcp_rl.models.tiny import tiny_model
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=24)

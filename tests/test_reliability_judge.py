@@ -1,7 +1,7 @@
 """A judge that misbehaves for a whole step: bad JSON, too few scores, an exception, nothing.
 The step must complete with check-based rewards and the unscored groups counted.
 
-Two fakes, named as such, both standing for a misbehaving LLM: `FakeScriptedJudge` (judges/fakes.py,
+Two fakes, named as such, both standing for a misbehaving LLM: `FakeScriptedJudge` (tests/judge_fakes.py,
 the ChatModel protocol) for a step scored in process, and `FakeBrokenJudgeEndpoint` below, an
 OpenAI-compatible HTTP endpoint on 127.0.0.1 that a real `mcp-rl train` process talks to through
 the real API backend. Group-level cases (repair retries, one bad order of several, a slow judge)
@@ -25,12 +25,12 @@ import pytest
 
 from conftest import REPO
 from judges import JudgeConfig, RewardConfig, Ruler, judge_trajectories
-from judges.fakes import FakeScriptedJudge
 from mcp_rl.evaluate import decide_all
 from mcp_rl.servers import CallStatus
 from mcp_rl.trajectory import ToolCallRecord, Trajectory
 from scenario_gen.io import save_tasks
 from scenario_gen.task import Task
+from tests.judge_fakes import FakeScriptedJudge
 
 pytestmark = pytest.mark.timeout(300)
 

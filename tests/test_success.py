@@ -10,7 +10,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from judges.fakes import FakeScriptedJudge
 from judges.regrade import episode_references, reference_from_episode
 from judges.success import checked_success, judged_success, success_rate, task_success
 from mcp_rl.evaluate import decide_all, improvement, summarize
@@ -20,6 +19,7 @@ from mcp_rl.train_config import TrainConfig
 from mcp_rl.trajectory import ToolCallRecord, Trajectory
 from scenario_gen.io import load_tasks
 from scenario_gen.task import AnswerRule, ReferenceCall, Task
+from tests.judge_fakes import FakeScriptedJudge
 
 REPO = Path(__file__).resolve().parents[1]
 

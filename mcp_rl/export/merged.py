@@ -2,7 +2,7 @@
 
 The merge runs in float32 (the base's bf16 weights upcast exactly, `merge_and_unload` adds B·A·scale
 without rounding) and the result is rounded once to the base's stored dtype. That is the same
-arithmetic mcp-rl's own generation uses when it merges the active LoRA for decoding (fastpath.py),
+arithmetic mcp-rl's own generation uses when it merges the active LoRA for decoding (hf_fast_decoder.py),
 so the merged model is the policy the training episodes were sampled from.
 """
 

@@ -1,8 +1,11 @@
 """The in-process backend: a transformers model (+ PEFT LoRA) behind the TokenModel interface.
 
-Generation runs in a worker thread (see engine.py) so the event loop keeps serving tool calls;
-concurrent `generate` calls from many episodes share decoding steps. The trainer uses `.model`
-(the torch module, PEFT-wrapped once a LoRA is attached) and `.tokenizer` directly.
+Generation runs in a worker thread so the event loop keeps serving tool calls. The fast path:
+`hf_batch_engine.py` (continuous batching: concurrent `generate` calls from many episodes share
+decoding steps) over `hf_fast_decoder.py` (a decode-only forward with a slot KV cache), sampling
+with `hf_sampler.py`. The fallback, for architectures the fast decoder does not cover:
+`hf_generate_fallback.py` (transformers' own `generate`, one request at a time). The trainer uses
+`.model` (the torch module, PEFT-wrapped once a LoRA is attached) and `.tokenizer` directly.
 
 Do not run an optimizer step while a `generate` call is in flight: the engine snapshots the
 weights (merging the active LoRA) when it admits a request and notices any change to the adapter
@@ -25,8 +28,8 @@ import torch
 
 from mcp_rl.errors import ModelError
 from mcp_rl.models.base import Completion, Message, SamplingParams
-from mcp_rl.models.fastpath import FastDecoder, unsupported_reason, unwrap
 from mcp_rl.models.hardware import best_dtype, configure_threads, default_device
+from mcp_rl.models.hf_fast_decoder import FastDecoder, unsupported_reason, unwrap
 
 TOOLS_PREAMBLE = (
     "# Tools\n\nYou can call the tools listed below. To call one, reply with only a JSON object of the form "
@@ -221,12 +224,12 @@ class TransformersModel:
         with self._lock:
             if self._engine is None:
                 if self.fast:
-                    from mcp_rl.models.engine import BatchEngine
+                    from mcp_rl.models.hf_batch_engine import BatchEngine
 
                     decoder = FastDecoder(self.model, slots=self.max_batch, max_context=self.max_context)
                     self._engine = BatchEngine(decoder, self.stop_token_ids, self._weights_key, self._lock)
                 else:
-                    from mcp_rl.models.hf_generate import GenerateEngine
+                    from mcp_rl.models.hf_generate_fallback import GenerateEngine
 
                     self._engine = GenerateEngine(
                         self.model, self.stop_token_ids, self.pad_token_id, self._lock
@@ -237,7 +240,7 @@ class TransformersModel:
         self, prompt_ids: list[int], n: int = 1, sampling: SamplingParams | None = None
     ) -> list[Completion]:
         """Sample n completions of `prompt_ids`. Each Completion's token_ids end with the stop token
-        when one was produced; logprobs are sampling log-probs (see sampling.py)."""
+        when one was produced; logprobs are sampling log-probs (see hf_sampler.py)."""
         sampling = sampling or SamplingParams()
         prompt_ids = list(prompt_ids)
         vocab = self.base_model.get_input_embeddings().weight.shape[0]

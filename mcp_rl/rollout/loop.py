@@ -1,8 +1,8 @@
 """The agent loop: one episode of a model working one task against a live MCP server, and groups
 of episodes run concurrently.
 
-An episode: system prompt + task; then turns of generate -> parse -> run calls -> feed results
-back as `tool` messages, until a message with no tool call (the final answer, see
+An episode: system prompt + task; then turns (`turn.Agent`: generate -> parse -> run calls -> feed
+results back as `tool` messages), until a message with no tool call (the final answer, see
 `mcp_rl.prompts`), the turn limit, or the context budget. Each episode keeps its own token trace
 (`tokens.TokenTrace`); concurrent episodes call `model.generate` at the same time and the model
 batches them. No global state: everything an episode needs comes in as arguments.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,14 +20,12 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
-from mcp_rl.errors import McpRlError, ServerError
+from mcp_rl.errors import ServerError
 from mcp_rl.models.base import ChatModel, Message, SamplingParams, TokenModel
 from mcp_rl.prompts import opening_messages
-from mcp_rl.rollout.execute import run_calls
 from mcp_rl.rollout.pool import PooledSession, SessionPool
 from mcp_rl.rollout.tokens import TokenTrace
-from mcp_rl.servers.results import CallStatus
-from mcp_rl.toolcalls import ParsedCall, parse_message
+from mcp_rl.rollout.turn import Agent
 from mcp_rl.trajectory import EpisodeEnd, ToolCallRecord, Trajectory
 from scenario_gen.task import Task
 
@@ -70,18 +67,6 @@ def _sampling(config: RolloutConfig, max_new: int, task_id: str, index: int, tur
     )
 
 
-def api_tool_calls(calls: list[ParsedCall], ids: list[str]) -> list[dict[str, Any]]:
-    """OpenAI-style `tool_calls` for API models, which need them to accept the tool messages."""
-    return [
-        {
-            "id": cid,
-            "type": "function",
-            "function": {"name": c.name or "invalid", "arguments": json.dumps(c.arguments or {})},
-        }
-        for c, cid in zip(calls, ids, strict=True)
-    ]
-
-
 async def run_episode(
     model: ChatModel,
     ps: PooledSession,
@@ -97,78 +82,32 @@ async def run_episode(
     task = as_task(task)
     session = ps.session
     t0 = time.monotonic()
-    tools = [t.openai() for t in session.tools]
-    names = [t.name for t in session.tools]
+    agent = Agent(model, ps, config)
     messages: list[Message] = opening_messages(task.text, session.server_name, session.instructions)
-    trace = TokenTrace(model, tools) if isinstance(model, TokenModel) else None
+    trace = TokenTrace(model, agent.tools) if isinstance(model, TokenModel) else None
     records: list[ToolCallRecord] = []
     finish_reasons: list[str] = []
     timings = {"generate_s": 0.0, "tools_s": 0.0}
     final: str | None = None
     end: EpisodeEnd = "max_turns"
-    turns = restarts = 0
     truncated_answer = False
-    # The model's own window (positions it can attend to) caps the configured budget.
-    context_limit = min(
-        config.max_context_tokens, getattr(model, "max_context", None) or config.max_context_tokens
-    )
 
-    while turns < config.max_turns:
-        max_new = config.max_new_tokens
-        if trace is not None:
-            trace.extend_to(messages, add_generation_prompt=False)
-            before_prompt = trace.mark()
-            trace.extend_to(messages, add_generation_prompt=True)
-            room = context_limit - len(trace)
-            if room < config.min_new_tokens:
-                trace.rewind(before_prompt)  # the conversation ends where it stands
-                end = "context"
-                break
-            max_new = min(max_new, room)
-        sampling = _sampling(config, max_new, task.id, index, turns)
-        g0 = time.monotonic()
-        if trace is not None:
-            assert isinstance(model, TokenModel)
-            (completion,) = await model.generate(trace.token_ids, 1, sampling)
-            content = trace.add_sample(completion)
-        else:
-            (completion,) = await model.chat(messages, tools, 1, sampling)
-            content = completion.text
-        timings["generate_s"] += time.monotonic() - g0
-        turns += 1
-        finish_reasons.append(completion.finish_reason)
-        assistant: Message = {"role": "assistant", "content": content}
-        messages.append(assistant)
-        parsed = parse_message(content, names)
-        if parsed.is_final:
-            final, end = content.strip(), "answer"
-            truncated_answer = completion.finish_reason == "length"
+    while agent.turns < config.max_turns:
+        done = await agent.turn(
+            messages, lambda max_new: _sampling(config, max_new, task.id, index, agent.turns), trace
+        )
+        if done is None:
+            end = "context"
             break
-
-        ids = [f"call_{turns}_{k}" for k in range(len(parsed.calls))]
-        if trace is None:
-            assistant["tool_calls"] = api_tool_calls(parsed.calls, ids)
-        seen_generation = ps.generation
-        c0 = time.monotonic()
-        new = await run_calls(ps, parsed.calls, turns, config.max_calls_per_turn)
-        timings["tools_s"] += time.monotonic() - c0
-        crashed = any(r.status is CallStatus.CRASH for r in new)
-        restarted = False
-        if crashed and restarts < config.max_restarts:
-            try:
-                await ps.restart_after_crash(seen_generation)
-                restarts += 1
-                restarted = True
-            except McpRlError:
-                restarted = False
-        for rec, cid in zip(new, ids, strict=True):
-            if rec.status is CallStatus.CRASH and restarted:
-                rec.result_text += "\n(The server was restarted: changes made before the crash are lost.)"
-            messages.append(
-                {"role": "tool", "tool_call_id": cid, "name": rec.name, "content": rec.result_text}
-            )
-        records.extend(new)
-        if crashed and not restarted:
+        timings["generate_s"] += done.generate_s
+        timings["tools_s"] += done.tools_s
+        finish_reasons.append(done.completion.finish_reason)
+        if done.final:
+            final, end = done.content.strip(), "answer"
+            truncated_answer = done.completion.finish_reason == "length"
+            break
+        records.extend(done.calls)
+        if done.server_lost:
             end = "server_error"
             break
 
@@ -185,16 +124,16 @@ async def run_episode(
         tool_calls=records,
         final_answer=final,
         end=end,
-        turns=turns,
+        turns=agent.turns,
         token_ids=trace.token_ids if trace else [],
         sampled_mask=trace.sampled_mask if trace else [],
         logprobs=trace.logprobs if trace else [],
         timings=timings,
         metadata={
             "server": session.server_name,
-            "tools": tools,
+            "tools": agent.tools,
             "finish_reasons": finish_reasons,
-            "restarts": restarts,
+            "restarts": agent.restarts,
             "answer_truncated": truncated_answer,
         },
     )

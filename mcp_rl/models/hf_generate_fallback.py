@@ -1,6 +1,6 @@
 """The fallback generator: transformers' own `generate`, one request at a time, in a worker thread.
 
-Used for architectures the fast path does not cover (see fastpath.SUPPORTED_TYPES). Same
+Used for architectures the fast path does not cover (see hf_fast_decoder.SUPPORTED_TYPES). Same
 `submit` contract as the batch engine; each request's n samples run as one batch.
 """
 
@@ -12,8 +12,8 @@ import threading
 import torch
 
 from mcp_rl.models.base import SamplingParams
-from mcp_rl.models.engine import Sample
-from mcp_rl.models.sampling import GREEDY_BELOW
+from mcp_rl.models.hf_batch_engine import Sample
+from mcp_rl.models.hf_sampler import GREEDY_BELOW
 
 
 class GenerateEngine:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import torch
 
 from mcp_rl.models.base import SamplingParams
-from mcp_rl.models.fastpath import FastDecoder
-from mcp_rl.models.sampling import sample
+from mcp_rl.models.hf_fast_decoder import FastDecoder
+from mcp_rl.models.hf_sampler import sample
 
 
 @dataclass
