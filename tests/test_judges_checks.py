@@ -304,15 +304,21 @@ def test_faithfulness_checks_on_live_results():
         'get_item.item_id="ITM-003"'
     ]
 
-    # Answered right without the call the task needs: the answer is correct, the calls are not.
+    # Answered right with no call behind it: the answer is correct, the calls are not.
     skipped = run_checks(
-        Trajectory(id="s", task_id="live", tool_calls=calls[:1], final_answer="6 in stock at $482.99."),
-        LIVE_TASK,
+        Trajectory(id="s", task_id="live", tool_calls=[], final_answer="6 in stock at $482.99."), LIVE_TASK
     )
     assert skipped.answer_correct is True and skipped.needed_calls_ok is False
+    # Another path to the same result counts: the search alone returned the stock and the price,
+    # though the writer expected get_item.
+    searched = run_checks(
+        Trajectory(id="q", task_id="live", tool_calls=calls[:1], final_answer="6 in stock at $482.99."),
+        LIVE_TASK,
+    )
+    assert searched.answer_correct is True and searched.needed_calls_ok is True
     failed = calls[1].model_copy(update={"status": CallStatus.TOOL_ERROR})
     broken = run_checks(
-        Trajectory(id="b", task_id="live", tool_calls=[calls[0], failed], final_answer="6 at $482.99."),
+        Trajectory(id="b", task_id="live", tool_calls=[failed], final_answer="6 at $482.99."),
         LIVE_TASK,
     )
     assert broken.needed_calls_ok is False
