@@ -6,12 +6,9 @@ from pydantic import BaseModel, Field
 
 from judges.reward import RewardConfig
 from mcp_rl.grpo_config import GRPOConfig
+from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL, DEFAULT_POLICY_MODEL, DEFAULT_WRITER_MODEL
 from mcp_rl.rollout import RolloutConfig
 from mcp_rl.servers import ToolPolicy
-
-DEFAULT_POLICY_MODEL = "qwen2.5-coder-0.5b-instruct"
-DEFAULT_WRITER_MODEL = "qwen2.5-coder-1.5b-instruct"
-DEFAULT_JUDGE_MODEL = "qwen2.5-coder-1.5b-instruct"
 
 
 class LoraSettings(BaseModel):

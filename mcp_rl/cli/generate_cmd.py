@@ -28,10 +28,9 @@ from mcp_rl.cli.options import (
 )
 from mcp_rl.errors import ConfigError, ModelError
 from mcp_rl.models import close_models
+from mcp_rl.models.defaults import DEFAULT_WRITER_MODEL
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
 from scenario_gen.pipeline import EXPLORE_RESULT_BUDGET
-
-DEFAULT_GENERATOR = "qwen2.5-coder-1.5b-instruct"
 
 
 def _load(name: str, what: str) -> Any:
@@ -136,7 +135,7 @@ def generate_command(
             help="The task-writing model: a built-in offline name, a local path, or an API name "
             "(e.g. openai/gpt-4.1-mini).",
         ),
-    ] = DEFAULT_GENERATOR,
+    ] = DEFAULT_WRITER_MODEL,
     instructions: Annotated[str, typer.Option("--instructions", help="Steer the theme of the tasks.")] = "",
     language: Annotated[
         str, typer.Option("--language", help="Language of the tasks (ISO 639-1 code).")

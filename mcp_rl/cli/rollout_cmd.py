@@ -27,11 +27,11 @@ from mcp_rl.cli.options import (
     tool_policy,
 )
 from mcp_rl.errors import ConfigError
+from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
 from mcp_rl.rollout import RolloutConfig, SessionPool, run_tasks
 from mcp_rl.rollout.show import print_trajectories
 from mcp_rl.trajectory import Trajectory, save_trajectories
 
-DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct"
 _MAX_SERVERS = 8
 
 
@@ -54,7 +54,7 @@ def rollout(
             help="A built-in offline model name, a local HF directory or GGUF file, a hub id, or an API model "
             "(openai:NAME, or a litellm name).",
         ),
-    ] = DEFAULT_MODEL,
+    ] = DEFAULT_POLICY_MODEL,
     n: Annotated[
         int, typer.Option("-n", "--episodes", min=1, help="Episodes per task, run concurrently.")
     ] = 4,
