@@ -8,6 +8,7 @@ async with ServerSession(spec, policy=ToolPolicy()) as s:
     await s.reset()             # between episodes: user reset command, or restart for stdio
 """
 
+from mcp_rl.servers.connection import ConnectionSettings
 from mcp_rl.servers.policy import ToolPolicy
 from mcp_rl.servers.results import CallStatus, ToolResult
 from mcp_rl.servers.session import ServerSession
@@ -16,6 +17,7 @@ from mcp_rl.servers.tools import ToolAnnotations, ToolSpec
 
 __all__ = [
     "CallStatus",
+    "ConnectionSettings",
     "ServerSession",
     "ServerSpec",
     "ToolAnnotations",
