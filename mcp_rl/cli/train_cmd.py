@@ -79,8 +79,6 @@ def train_command(
 ) -> None:
     """Train the model to use the server's tools: tasks, episodes, RULER + checks, GRPO on a LoRA,
     evaluation on held-out tasks until success plateaus. Offline by default."""
-    from mcp_rl.train import Trainer, check_config
-
     # Every option is validated here, before a server starts, a model loads or a directory is made.
     srv = servers.build()
     made_here = False
@@ -100,6 +98,8 @@ def train_command(
         train_cfg = cfg.build()
         spec = srv.spec()
         train_cfg = train_cfg.model_copy(update={"server": spec.public(), "policy": srv.policy()})
+        from mcp_rl.train import check_config  # torch: imported once the options are known good
+
         check_config(train_cfg)
         run = RunDir(run_dir or Path("runs") / f"{spec.name or 'server'}-{time.strftime('%Y%m%d-%H%M%S')}")
         if run.exists():
@@ -110,6 +110,8 @@ def train_command(
         made_here = not run.path.exists()
         run.create(train_cfg.model_dump(mode="json"))
     console.print(f"run directory: [bold]{run.path}[/]")
+    from mcp_rl.train import Trainer
+
     trainer = Trainer(
         train_cfg, spec, run, say=lambda s: console.print(s, highlight=False), phases=RichPhases(console)
     )
