@@ -54,29 +54,15 @@ class Bounds:
     gt: float | None = None
     le: float | None = None
     lt: float | None = None
-    finite: bool = False
-    """nan and inf are refused (the model's `allow_inf_nan=False`)."""
 
     def text(self) -> str:
         """Click's notation for a range: `x>=2`, `x>0`, `0<x<1`; "" when there is none."""
-        low = (
-            f"{_num(self.ge)}<="
-            if self.ge is not None
-            else f"{_num(self.gt)}<"
-            if self.gt is not None
-            else ""
-        )
-        high = (
-            f"<={_num(self.le)}"
-            if self.le is not None
-            else f"<{_num(self.lt)}"
-            if self.lt is not None
-            else ""
-        )
-        if low and not high:  # read from x: "x>=2" rather than "2<=x"
-            value, op = low.rstrip("<="), ">=" if low.endswith("<=") else ">"
-            return f"x{op}{value}"
-        return f"{low}x{high}" if low or high else ""
+        lower = (">=", self.ge) if self.ge is not None else (">", self.gt) if self.gt is not None else None
+        upper = ("<=", self.le) if self.le is not None else ("<", self.lt) if self.lt is not None else None
+        if lower and upper:
+            return f"{_num(lower[1])}{lower[0].replace('>', '<')}x{upper[0]}{_num(upper[1])}"
+        bound = lower or upper
+        return f"x{bound[0]}{_num(bound[1])}" if bound else ""
 
 
 def _num(x: float | None) -> str:
@@ -126,16 +112,14 @@ def _model_class(annotation: Any) -> type[BaseModel] | None:
     return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
-def _bounds(model: type[BaseModel], info: FieldInfo) -> Bounds:
-    kw: dict[str, Any] = {}
-    finite = model.model_config.get("allow_inf_nan") is False
-    for m in info.metadata:
-        for key in ("ge", "gt", "le", "lt"):
-            if isinstance(m, getattr(at, key.capitalize())):
-                kw[key] = getattr(m, key)
-        if getattr(m, "allow_inf_nan", None) is False:
-            finite = True
-    return Bounds(**kw, finite=finite)
+def _bounds(info: FieldInfo) -> Bounds:
+    kw = {
+        key: getattr(m, key)
+        for m in info.metadata
+        for key in ("ge", "gt", "le", "lt")
+        if isinstance(m, getattr(at, key.capitalize()))
+    }
+    return Bounds(**kw)
 
 
 def _decls(name: str, annotation: Any, cli: Any) -> tuple[str, ...]:
@@ -170,7 +154,7 @@ def cli_fields(
         out.append(
             CliField(
                 (*_prefix, name), _decls(name, info.annotation, cli), info.annotation, default, help_text,
-                _bounds(model, info),
+                _bounds(info),
             )
         )  # fmt: skip
     return out

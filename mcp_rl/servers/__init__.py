@@ -1,6 +1,7 @@
 """Talking to any MCP server.
 
 spec = ServerSpec.parse("uvx mcp-server-time")          # or a URL, or ServerSpec.from_config(file, name)
+spec = spec.with_connection(call_timeout=10)           # timeouts, result budget (ConnectionSettings)
 async with ServerSession(spec, policy=ToolPolicy()) as s:
     s.tools                     # list[ToolSpec] the policy allows (OpenAI form: t.openai())
     s.excluded                  # {name: reason} for tools the policy removed
