@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 from mcp_rl.models import SamplingParams, load_model
+from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
 
 TOOLS = [
     {
@@ -149,7 +150,7 @@ def run_plain(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
+    ap.add_argument("--model", default=DEFAULT_POLICY_MODEL)
     ap.add_argument("-n", type=int, default=8)
     ap.add_argument("--new", type=int, default=128, help="new tokens per sample")
     ap.add_argument("--repeats", type=int, default=2)

@@ -36,6 +36,8 @@ import sys
 import time
 from typing import Any
 
+from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
+
 TASKS = [
     "How many items does the backpacks category hold?",
     "What is the price of the Camp Kettle 1L?",
@@ -240,7 +242,7 @@ def best(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
+    ap.add_argument("--model", default=DEFAULT_POLICY_MODEL)
     ap.add_argument("--prompts", type=int, default=2)
     ap.add_argument("--group", type=int, default=4)
     ap.add_argument("--new", type=int, default=128)

@@ -30,6 +30,7 @@ import anyio
 
 from judges import JudgeConfig, Ruler, combine, judge_verdict, run_checks
 from judges.ruler import GroupScore, permutation_orders
+from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL
 from mcp_rl.trajectory import Trajectory, load_trajectories
 from scenario_gen.task import Task
 
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument(
         "--judge",
-        default="qwen2.5-coder-1.5b-instruct",
+        default=DEFAULT_JUDGE_MODEL,
         help="a model name for load_model; 'none' = checks only",
     )
     p.add_argument("--permutations", type=int, default=3)

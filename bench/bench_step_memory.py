@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
+
 
 def worker(args: argparse.Namespace) -> dict[str, float]:
     from mcp_rl.grpo import GRPOConfig, grpo_step, make_optimizer
@@ -53,7 +55,7 @@ def worker(args: argparse.Namespace) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b-instruct")
+    ap.add_argument("--model", default=DEFAULT_POLICY_MODEL)
     ap.add_argument("--length", type=int, default=3000, help="tokens per episode")
     ap.add_argument("--sampled", type=int, default=400, help="of which the policy sampled")
     ap.add_argument("--episodes", type=int, default=4)

@@ -72,9 +72,8 @@ def episodes(
     async def go() -> list[Trajectory]:
         out: list[Trajectory] = []
         spec = ServerSpec.parse(server)
-        async with SessionPool(
-            spec, size=1, call_timeout=call_timeout, connect_timeout=connect_timeout
-        ) as pool:
+        spec = spec.with_connection(call_timeout=call_timeout, connect_timeout=connect_timeout)
+        async with SessionPool(spec, size=1) as pool:
             for k in range(n):
                 if between:
                     between(k)
@@ -112,7 +111,7 @@ def test_stdio_server_killed_mid_episode_then_the_next_episode_runs() -> None:
     model = FakeScriptedModel(reply)
 
     async def go() -> list[Trajectory]:
-        async with SessionPool(ServerSpec.parse(MORE), size=1, call_timeout=30) as pool:
+        async with SessionPool(ServerSpec.parse(MORE).with_connection(call_timeout=30), size=1) as pool:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(killer)
                 first = await run_group(model, pool, "t", n=1, config=RolloutConfig(max_restarts=1))

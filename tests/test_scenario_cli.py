@@ -62,7 +62,9 @@ async def _check_references(server: str, tasks) -> dict[str, int]:
     from mcp_rl.servers import ServerSession, ServerSpec
 
     counts = {"same": 0, "fresh": 0, "wrong": 0}
-    async with ServerSession(ServerSpec.parse(server), result_budget=20000, connect_timeout=120) as s:
+    async with ServerSession(
+        ServerSpec.parse(server).with_connection(result_budget=20000, connect_timeout=120)
+    ) as s:
         for t in tasks:
             texts = [(await s.call(c.tool, c.arguments)).text for c in t.reference_calls]
             now = apply_rule(t.answer_rule, texts)

@@ -107,8 +107,8 @@ class FakeTaskWriter:
 
 def _generate(server: str, model, cfg: GenerateConfig, **session_kw):
     async def go():
-        spec = ServerSpec.parse(server)
-        async with ServerSession(spec, result_budget=20000, **session_kw) as s:
+        spec = ServerSpec.parse(server).with_connection(result_budget=20000, **session_kw)
+        async with ServerSession(spec) as s:
             return await generate_tasks(s, model, cfg)
 
     return anyio.run(go)
@@ -117,7 +117,7 @@ def _generate(server: str, model, cfg: GenerateConfig, **session_kw):
 async def _rerun(server: str, tasks):
     """Re-run every grounded task's reference calls on a fresh server; the answers they give now."""
     out = []
-    async with ServerSession(ServerSpec.parse(server), result_budget=20000) as s:
+    async with ServerSession(ServerSpec.parse(server).with_connection(result_budget=20000)) as s:
         for t in tasks:
             texts = []
             for c in t.reference_calls:
@@ -261,8 +261,8 @@ def test_time_server_grounded_tasks_know_when_answers_move():
 
 def test_exploration_survives_a_server_that_crashes():
     async def go():
-        spec = ServerSpec.parse(f"{FAULTY} --crash-after 4")
-        async with ServerSession(spec, call_timeout=5) as s:
+        spec = ServerSpec.parse(f"{FAULTY} --crash-after 4").with_connection(call_timeout=5)
+        async with ServerSession(spec) as s:
             return await Explorer(s, seed=0, max_calls=14).run()
 
     result = anyio.run(go)
@@ -279,7 +279,9 @@ def test_exploration_stops_cleanly_when_the_server_cannot_come_back(tmp_path: Pa
     cmd = f"sh -c 'if [ -e {marker} ]; then exit 3; fi; touch {marker}; exec {FAULTY} --crash-after 3'"
 
     async def go():
-        async with ServerSession(ServerSpec.parse(cmd), call_timeout=5, connect_timeout=30) as s:
+        async with ServerSession(
+            ServerSpec.parse(cmd).with_connection(call_timeout=5, connect_timeout=30)
+        ) as s:
             return await generate_tasks(
                 s, FakeTaskWriter(), GenerateConfig(n=4, grounded_share=0.5, explore_calls=20, max_rounds=2)
             )

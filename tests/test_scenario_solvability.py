@@ -60,7 +60,9 @@ READS = ToolPolicy(allow=["list_categories", "get_item", "search_items", "filter
 @pytest.fixture(scope="module")
 def tasks() -> list[Task]:
     async def go():
-        async with ServerSession(ServerSpec.parse(INVENTORY), READS, result_budget=20000) as s:
+        async with ServerSession(
+            ServerSpec.parse(INVENTORY).with_connection(result_budget=20000), READS
+        ) as s:
             return await generate_tasks(s, FakeTaskWriter(), GenerateConfig(n=4, grounded_share=0.75, seed=5))
 
     tasks, _ = anyio.run(go)

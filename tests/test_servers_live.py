@@ -71,7 +71,9 @@ def test_inventory_streamable_http(inventory_http):
 def test_faulty_server_every_failure():
     async def go():
         policy = ToolPolicy(allow_destructive=True)
-        async with ServerSession(ServerSpec.parse(FAULTY), policy, call_timeout=2, result_budget=500) as s:
+        async with ServerSession(
+            ServerSpec.parse(FAULTY).with_connection(call_timeout=2, result_budget=500), policy
+        ) as s:
             t0 = time.monotonic()
             hang = await s.call("sleep", {"seconds": 30})
             assert hang.status is CallStatus.TIMEOUT and time.monotonic() - t0 < 15
@@ -101,7 +103,7 @@ def test_faulty_http_server_that_dies(faulty_http):
     async def go():
         with anyio.fail_after(60):
             async with ServerSession(
-                ServerSpec.parse(url), ToolPolicy(allow_destructive=True), call_timeout=3
+                ServerSpec.parse(url).with_connection(call_timeout=3), ToolPolicy(allow_destructive=True)
             ) as s:
                 assert (await s.call("echo", {"text": "hi"})).ok
                 assert (await s.call("crash", {})).status is CallStatus.CRASH  # dies mid-call
@@ -126,7 +128,7 @@ def test_faulty_http_server_that_dies(faulty_http):
 )
 def test_bad_servers_give_clear_errors(server, error, words):
     async def go():
-        async with ServerSession(ServerSpec.parse(server), connect_timeout=20):
+        async with ServerSession(ServerSpec.parse(server).with_connection(connect_timeout=20)):
             pass
 
     with pytest.raises(error) as info:
@@ -137,7 +139,7 @@ def test_bad_servers_give_clear_errors(server, error, words):
 def test_server_that_never_answers_times_out():
     async def go():
         async with ServerSession(
-            ServerSpec.parse(f"{PY} -c 'import time; time.sleep(60)'"), connect_timeout=2
+            ServerSpec.parse(f"{PY} -c 'import time; time.sleep(60)'").with_connection(connect_timeout=2)
         ):
             pass
 
@@ -161,7 +163,9 @@ def test_crash_after_n_calls_then_recover():
 @pytest.mark.skipif(not have("uvx"), reason="needs uv (installed by the dev extra)")
 def test_third_party_mcp_server_time():
     async def go():
-        async with ServerSession(ServerSpec.parse("uvx mcp-server-time"), connect_timeout=120) as s:
+        async with ServerSession(
+            ServerSpec.parse("uvx mcp-server-time").with_connection(connect_timeout=120)
+        ) as s:
             assert sorted(t.name for t in s.tools) == ["convert_time", "get_current_time"]
             r = await s.call("get_current_time", {"timezone": "Asia/Tokyo"})
             assert r.ok and "+09:00" in r.text
@@ -179,7 +183,7 @@ def test_third_party_mcp_server_sqlite_in_its_own_env(tmp_path):
 
     async def go():
         async with ServerSession(
-            ServerSpec.parse(cmd), ToolPolicy(allow_destructive=True), connect_timeout=180
+            ServerSpec.parse(cmd).with_connection(connect_timeout=180), ToolPolicy(allow_destructive=True)
         ) as s:
             names = {t.name for t in s.all_tools}
             assert {"read_query", "write_query", "create_table", "list_tables"} <= names
@@ -203,7 +207,7 @@ def test_third_party_npm_server_memory(tmp_path):
     )
 
     async def go():
-        async with ServerSession(spec, connect_timeout=240) as s:
+        async with ServerSession(spec.with_connection(connect_timeout=240)) as s:
             assert "create_entities" in {t.name for t in s.all_tools}
             assert "read_graph" in {t.name for t in s.tools}
 

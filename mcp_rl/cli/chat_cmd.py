@@ -18,20 +18,8 @@ import typer
 from rich.text import Text
 
 from mcp_rl.cli.app import app, console, err_console, print_error
-from mcp_rl.cli.options import (
-    AllowDestructiveOpt,
-    AllowToolsOpt,
-    CallTimeoutOpt,
-    ConfigOpt,
-    ConnectTimeoutOpt,
-    DenyToolsOpt,
-    EnvOpt,
-    HeaderOpt,
-    NameOpt,
-    ServerOpt,
-    server_spec,
-    tool_policy,
-)
+from mcp_rl.cli.from_config import config_options
+from mcp_rl.cli.options import ServerOptions
 from mcp_rl.errors import ConfigError, McpRlError
 from mcp_rl.servers.results import CallStatus
 from mcp_rl.trajectory import ToolCallRecord
@@ -62,6 +50,7 @@ def show_call(rec: ToolCallRecord, limit: int = 300) -> None:
 
 
 @app.command("chat")
+@config_options
 def chat(
     model: Annotated[
         str,
@@ -72,11 +61,7 @@ def chat(
             "(built-in name, model directory, .gguf file, openai:NAME).",
         ),
     ],
-    server: ServerOpt = None,
-    config: ConfigOpt = None,
-    name: NameOpt = None,
-    env: EnvOpt = None,
-    header: HeaderOpt = None,
+    servers: ServerOptions,
     checkpoint: Annotated[
         str,
         typer.Option("--checkpoint", "-c", help="Which checkpoint of a run: best, last, or a step number."),
@@ -102,11 +87,6 @@ def chat(
     result_chars: Annotated[
         int, typer.Option("--result-chars", min=20, help="Characters of each tool result to show.")
     ] = 300,
-    allow_tools: AllowToolsOpt = None,
-    deny_tools: DenyToolsOpt = None,
-    allow_destructive: AllowDestructiveOpt = False,
-    connect_timeout: ConnectTimeoutOpt = 60.0,
-    call_timeout: CallTimeoutOpt = 30.0,
 ) -> None:
     """Chat with a model that uses a live MCP server's tools: the training agent loop, interactive.
     Type a message; /reset forgets the conversation; /exit or end of input (Ctrl-D) quits."""
@@ -120,8 +100,7 @@ def chat(
 
     if message is not None and not message.strip():
         raise ConfigError("--message is empty", hint="give the text to send, or leave --message out to chat")
-    spec = server_spec(server, config, name, env, header)
-    policy = tool_policy(allow_tools, deny_tools, allow_destructive)
+    spec, policy = servers.spec(), servers.policy()
     cfg = RolloutConfig(
         max_turns=max_turns,
         max_new_tokens=max_new_tokens,
@@ -133,7 +112,7 @@ def chat(
     # A missing run is reported before anything starts.
     source = find_tuned(model, checkpoint) if looks_tuned(model) else None
     trained_policy = (source.config.get("policy") if source else None) or None
-    if trained_policy and not (allow_tools or deny_tools or allow_destructive):
+    if trained_policy and not servers.policy_given:
         # the tuned model learned with this tool set: the same one here, unless the flags say otherwise
         policy = ToolPolicy.model_validate(trained_policy)
 
@@ -156,7 +135,7 @@ def chat(
         opened: Opened | None = None
         # The server first: a wrong command fails in seconds, before a model load that can take a minute.
         with err_console.status(f"starting server {spec.describe()} ..."):
-            session = ServerSession(spec, policy, connect_timeout=connect_timeout, call_timeout=call_timeout)
+            session = ServerSession(spec, policy)
             await session.__aenter__()
         try:
             if not session.tools:

@@ -11,30 +11,13 @@ import anyio
 import typer
 
 from mcp_rl.cli.app import app, console, err_console
-from mcp_rl.cli.options import (
-    AllowDestructiveOpt,
-    AllowToolsOpt,
-    CallTimeoutOpt,
-    ConfigOpt,
-    ConnectTimeoutOpt,
-    DenyToolsOpt,
-    EnvOpt,
-    HeaderOpt,
-    NameOpt,
-    ServerOpt,
-    TestFractionOpt,
-    ValFractionOpt,
-    check_fractions,
-    check_output,
-    server_spec,
-    tool_policy,
-)
+from mcp_rl.cli.from_config import config_options
+from mcp_rl.cli.options import ServerOptions, TestFractionOpt, ValFractionOpt, check_fractions, check_output
 from mcp_rl.errors import ConfigError, ModelError
 from mcp_rl.models import close_models
+from mcp_rl.models.defaults import DEFAULT_WRITER_MODEL
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
 from scenario_gen.pipeline import EXPLORE_RESULT_BUDGET
-
-DEFAULT_GENERATOR = "qwen2.5-coder-1.5b-instruct"
 
 
 def _load(name: str, what: str) -> Any:
@@ -67,7 +50,6 @@ async def _run(
     policy: ToolPolicy,
     generator: Any,
     cfg: Any,
-    timeouts: tuple[float, float],
     checker: Any,
     policy_model: Any,
     check_attempts: int,
@@ -80,20 +62,13 @@ async def _run(
         from scenario_gen.solvability import check_solvability
 
         async def solvability(tasks: list[Any]) -> list[Any]:
-            async with SessionPool(
-                spec, policy, size=2, call_timeout=timeouts[1], connect_timeout=timeouts[0]
-            ) as pool:
+            async with SessionPool(spec, policy, size=2) as pool:
                 return await check_solvability(
                     tasks, pool, checker, attempts=check_attempts, policy=policy_model
                 )
 
-    session = ServerSession(
-        spec,
-        policy,
-        connect_timeout=timeouts[0],
-        call_timeout=timeouts[1],
-        result_budget=EXPLORE_RESULT_BUDGET,
-    )
+    # exploration reads whole results (a cut JSON result yields no facts)
+    session = ServerSession(spec.with_connection(result_budget=EXPLORE_RESULT_BUDGET), policy)
     with err_console.status("connecting ...") as status:
         async with session as s:
             if not s.tools:
@@ -112,17 +87,9 @@ async def _run(
 
 
 @app.command("generate")
+@config_options
 def generate_command(
-    server: ServerOpt = None,
-    config: ConfigOpt = None,
-    name: NameOpt = None,
-    env: EnvOpt = None,
-    header: HeaderOpt = None,
-    allow_tools: AllowToolsOpt = None,
-    deny_tools: DenyToolsOpt = None,
-    allow_destructive: AllowDestructiveOpt = False,
-    connect_timeout: ConnectTimeoutOpt = 60.0,
-    call_timeout: CallTimeoutOpt = 30.0,
+    servers: ServerOptions,
     n: Annotated[int, typer.Option("-n", "--num", min=1, help="How many tasks to write.")] = 100,
     output: Annotated[
         Path,
@@ -139,7 +106,7 @@ def generate_command(
             help="The task-writing model: a built-in offline name, a local path, or an API name "
             "(e.g. openai/gpt-4.1-mini).",
         ),
-    ] = DEFAULT_GENERATOR,
+    ] = DEFAULT_WRITER_MODEL,
     instructions: Annotated[str, typer.Option("--instructions", help="Steer the theme of the tasks.")] = "",
     language: Annotated[
         str, typer.Option("--language", help="Language of the tasks (ISO 639-1 code).")
@@ -179,8 +146,7 @@ def generate_command(
     from scenario_gen.io import detect_format
     from scenario_gen.report import render
 
-    spec = server_spec(server, config, name, env, header)
-    policy = tool_policy(allow_tools, deny_tools, allow_destructive)
+    spec, policy = servers.spec(), servers.policy()
     detect_format(output)  # a bad output name fails now, not after minutes of generation
     check_output(output, "--output")
     check_fractions(val_fraction, test_fraction)
@@ -190,16 +156,14 @@ def generate_command(
         )
     cfg = GenerateConfig(
         n=n, grounded_share=grounded_share, language=language, instructions=instructions, seed=seed,
-        val_fraction=val_fraction, test_fraction=test_fraction, allow_destructive=allow_destructive, explore_calls=explore_calls,
+        val_fraction=val_fraction, test_fraction=test_fraction, allow_destructive=policy.allow_destructive, explore_calls=explore_calls,
     )  # fmt: skip
     gen_model = _load(generator, "task writer")
     checker = _load(check_with, "checker") if check_with else None
     pol = _load(policy_model, "policy") if policy_model else None
     t0 = time.monotonic()
     try:
-        tasks, report = anyio.run(
-            _run, spec, policy, gen_model, cfg, (connect_timeout, call_timeout), checker, pol, check_attempts
-        )
+        tasks, report = anyio.run(_run, spec, policy, gen_model, cfg, checker, pol, check_attempts)
     finally:
         close_models(gen_model, checker, pol)
     path = save_tasks(tasks, output)

@@ -10,20 +10,8 @@ import typer
 from rich.table import Table
 
 from mcp_rl.cli.app import app, console
-from mcp_rl.cli.options import (
-    AllowDestructiveOpt,
-    AllowToolsOpt,
-    CallTimeoutOpt,
-    ConfigOpt,
-    ConnectTimeoutOpt,
-    DenyToolsOpt,
-    EnvOpt,
-    HeaderOpt,
-    NameOpt,
-    ServerOpt,
-    server_spec,
-    tool_policy,
-)
+from mcp_rl.cli.from_config import config_options
+from mcp_rl.cli.options import ServerOptions
 from mcp_rl.servers import ServerSession, ToolSpec
 
 
@@ -108,28 +96,14 @@ async def _inspect(session: ServerSession, as_json: bool) -> None:
 
 
 @app.command("inspect")
+@config_options
 def inspect_command(
-    server: ServerOpt = None,
-    config: ConfigOpt = None,
-    name: NameOpt = None,
-    env: EnvOpt = None,
-    header: HeaderOpt = None,
-    allow_tools: AllowToolsOpt = None,
-    deny_tools: DenyToolsOpt = None,
-    allow_destructive: AllowDestructiveOpt = False,
-    connect_timeout: ConnectTimeoutOpt = 60.0,
-    call_timeout: CallTimeoutOpt = 30.0,
+    servers: ServerOptions,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the tools as OpenAI function definitions.")
     ] = False,
 ) -> None:
     """List a server's tools (with parameters, annotations and what the safety policy does with
     each), resources and prompts. --json prints the tools exactly as the model will see them."""
-    spec = server_spec(server, config, name, env, header)
-    session = ServerSession(
-        spec,
-        tool_policy(allow_tools, deny_tools, allow_destructive),
-        connect_timeout=connect_timeout,
-        call_timeout=call_timeout,
-    )
+    session = ServerSession(servers.spec(), servers.policy())
     anyio.run(_inspect, session, as_json)

@@ -14,8 +14,7 @@ from rich.table import Table
 from mcp_rl.cli.app import app, console, err_console
 from mcp_rl.cli.options import check_output
 from mcp_rl.errors import ConfigError, McpRlError, ModelError
-
-DEFAULT_JUDGE = "qwen2.5-coder-1.5b-instruct"
+from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL
 
 
 def _load_trajectories(path: Path) -> list[Any]:
@@ -144,7 +143,7 @@ def judge(
             "--judge",
             help="Judge model: a built-in local model, a path, or an API model name; 'none' for checks only.",
         ),
-    ] = DEFAULT_JUDGE,
+    ] = DEFAULT_JUDGE_MODEL,
     rubric: Annotated[
         Path | None, typer.Option("--rubric", help="A text file replacing the default rubric.")
     ] = None,

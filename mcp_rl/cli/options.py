@@ -7,48 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_rl.errors import ConfigError
-from mcp_rl.servers import ServerSpec, ToolPolicy
-
-ServerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--server",
-        "-s",
-        help="The MCP server: a URL (streamable HTTP; a path ending in /sse for SSE) or a stdio command line, "
-        "e.g. 'uvx mcp-server-time'.",
-    ),
-]
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--config", help="A JSON file with an 'mcpServers' object (the desktop MCP clients' format)."
-    ),
-]
-NameOpt = Annotated[str | None, typer.Option("--name", help="Which server of --config to use.")]
-EnvOpt = Annotated[
-    list[str] | None, typer.Option("--env", help="KEY=VALUE for a stdio server's environment (repeatable).")
-]
-HeaderOpt = Annotated[
-    list[str] | None, typer.Option("--header", help="KEY=VALUE HTTP header, e.g. an auth token (repeatable).")
-]
-AllowToolsOpt = Annotated[
-    list[str] | None, typer.Option("--allow-tools", help="Only use tools matching these globs (repeatable).")
-]
-DenyToolsOpt = Annotated[
-    list[str] | None, typer.Option("--deny-tools", help="Never use tools matching these globs (repeatable).")
-]
-AllowDestructiveOpt = Annotated[
-    bool,
-    typer.Option(
-        "--allow-destructive", help="Include tools annotated (or named) destructive. Off by default."
-    ),
-]
-ConnectTimeoutOpt = Annotated[
-    float, typer.Option("--connect-timeout", help="Seconds to wait for the server to start.")
-]
-CallTimeoutOpt = Annotated[float, typer.Option("--call-timeout", help="Seconds to wait for each tool call.")]
+from mcp_rl.servers import ConnectionSettings, ServerSpec, ToolPolicy
 
 # The split, shared by `generate` and `split`.
 ValFractionOpt = Annotated[
@@ -74,48 +36,82 @@ def check_fractions(val_fraction: float, test_fraction: float) -> None:
         )
 
 
-def _pairs(items: list[str] | None, what: str) -> dict[str, str]:
+class ServerOptions(BaseModel):
+    """The options of every command that talks to a server: each command's flags are built from
+    these fields (`config_options`), so they are the same everywhere."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    server: str | None = Field(default=None, json_schema_extra={"cli": ["--server", "-s"]})
+    """The MCP server: a URL (streamable HTTP; a path ending in /sse for SSE) or a stdio command line,
+    e.g. 'uvx mcp-server-time'."""
+    config: Path | None = None
+    """A JSON file with an 'mcpServers' object (the desktop MCP clients' format)."""
+    name: str | None = None
+    """Which server of --config to use."""
+    env: list[str] = Field(default_factory=list)
+    """KEY=VALUE for a stdio server's environment (repeatable)."""
+    header: list[str] = Field(default_factory=list)
+    """KEY=VALUE HTTP header, e.g. an auth token (repeatable)."""
+    allow_tools: list[str] = Field(default_factory=list)
+    """Only use tools matching these globs (repeatable)."""
+    deny_tools: list[str] = Field(default_factory=list)
+    """Never use tools matching these globs (repeatable)."""
+    allow_destructive: bool = Field(default=False, json_schema_extra={"cli": "--allow-destructive"})
+    """Include tools annotated (or named) destructive. Off by default."""
+    connection: ConnectionSettings = Field(default_factory=ConnectionSettings)
+
+    @property
+    def given(self) -> bool:
+        """Whether a server was named at all (train --resume may do without)."""
+        return bool(self.server or self.config)
+
+    @property
+    def policy_given(self) -> bool:
+        return bool(self.allow_tools or self.deny_tools or self.allow_destructive)
+
+    def spec(self) -> ServerSpec:
+        """The server named by --server or --config/--name (exactly one of them), with --env and
+        --header added, reached with these timeouts."""
+        if self.server and self.config:
+            raise ConfigError("give either --server or --config, not both")
+        if self.config is not None:
+            spec = ServerSpec.from_config(self.config, self.name)
+        elif self.server:
+            if self.name:
+                raise ConfigError("--name only applies with --config")
+            spec = ServerSpec.parse(self.server)
+        else:
+            raise ConfigError(
+                "no server given", hint="pass --server URL_OR_COMMAND, or --config FILE [--name NAME]"
+            )
+        extra_env, extra_headers = _pairs(self.env, "--env"), _pairs(self.header, "--header")
+        if extra_env and spec.transport != "stdio":
+            raise ConfigError("--env only applies to stdio servers (a command line), not to URLs")
+        if extra_headers and spec.transport == "stdio":
+            raise ConfigError("--header only applies to HTTP servers (a URL), not to command lines")
+        return spec.model_copy(
+            update={
+                "env": {**spec.env, **extra_env},
+                "headers": {**spec.headers, **extra_headers},
+                "connection": self.connection,
+            }
+        )
+
+    def policy(self) -> ToolPolicy:
+        return ToolPolicy(
+            allow=self.allow_tools, deny=self.deny_tools, allow_destructive=self.allow_destructive
+        )
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for item in items or []:
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"{what} {item!r} is not KEY=VALUE")
         out[key.strip()] = value
     return out
-
-
-def server_spec(
-    server: str | None,
-    config: Path | None,
-    name: str | None,
-    env: list[str] | None = None,
-    header: list[str] | None = None,
-) -> ServerSpec:
-    """Build the ServerSpec from --server or --config/--name (exactly one of them)."""
-    if server and config:
-        raise ConfigError("give either --server or --config, not both")
-    if config is not None:
-        spec = ServerSpec.from_config(config, name)
-    elif server:
-        if name:
-            raise ConfigError("--name only applies with --config")
-        spec = ServerSpec.parse(server)
-    else:
-        raise ConfigError(
-            "no server given", hint="pass --server URL_OR_COMMAND, or --config FILE [--name NAME]"
-        )
-    extra_env, extra_headers = _pairs(env, "--env"), _pairs(header, "--header")
-    if extra_env and spec.transport != "stdio":
-        raise ConfigError("--env only applies to stdio servers (a command line), not to URLs")
-    if extra_headers and spec.transport == "stdio":
-        raise ConfigError("--header only applies to HTTP servers (a URL), not to command lines")
-    return spec.model_copy(
-        update={"env": {**spec.env, **extra_env}, "headers": {**spec.headers, **extra_headers}}
-    )
-
-
-def tool_policy(allow: list[str] | None, deny: list[str] | None, allow_destructive: bool) -> ToolPolicy:
-    return ToolPolicy(allow=allow or [], deny=deny or [], allow_destructive=allow_destructive)
 
 
 def check_output(path: Path | None, flag: str) -> None:

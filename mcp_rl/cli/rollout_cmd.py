@@ -11,41 +11,26 @@ import anyio.to_thread
 import typer
 
 from mcp_rl.cli.app import app, console, err_console
-from mcp_rl.cli.options import (
-    AllowDestructiveOpt,
-    AllowToolsOpt,
-    CallTimeoutOpt,
-    ConfigOpt,
-    ConnectTimeoutOpt,
-    DenyToolsOpt,
-    EnvOpt,
-    HeaderOpt,
-    NameOpt,
-    ServerOpt,
-    check_output,
-    server_spec,
-    tool_policy,
-)
+from mcp_rl.cli.from_config import config_options
+from mcp_rl.cli.options import ServerOptions, check_output
 from mcp_rl.errors import ConfigError
+from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
 from mcp_rl.rollout import RolloutConfig, SessionPool, run_tasks
 from mcp_rl.rollout.show import print_trajectories
 from mcp_rl.trajectory import Trajectory, save_trajectories
 
-DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct"
 _MAX_SERVERS = 8
 
 
 @app.command("rollout")
+@config_options
 def rollout(
+    *,
     task: Annotated[
         list[str] | None,
         typer.Option("--task", "-t", help="What the model should do (repeatable: one group each)."),
     ] = None,
-    server: ServerOpt = None,
-    config: ConfigOpt = None,
-    name: NameOpt = None,
-    env: EnvOpt = None,
-    header: HeaderOpt = None,
+    servers: ServerOptions,
     model: Annotated[
         str,
         typer.Option(
@@ -54,7 +39,7 @@ def rollout(
             help="A built-in offline model name, a local HF directory or GGUF file, a hub id, or an API model "
             "(openai:NAME, or a litellm name).",
         ),
-    ] = DEFAULT_MODEL,
+    ] = DEFAULT_POLICY_MODEL,
     n: Annotated[
         int, typer.Option("-n", "--episodes", min=1, help="Episodes per task, run concurrently.")
     ] = 4,
@@ -74,11 +59,6 @@ def rollout(
         Path | None,
         typer.Option("--save", "-o", help="Write the trajectories to FILE.parquet or FILE.jsonl."),
     ] = None,
-    allow_tools: AllowToolsOpt = None,
-    deny_tools: DenyToolsOpt = None,
-    allow_destructive: AllowDestructiveOpt = False,
-    connect_timeout: ConnectTimeoutOpt = 60.0,
-    call_timeout: CallTimeoutOpt = 30.0,
 ) -> None:
     """Run episodes of a model against a live MCP server and print them (turns, calls, results, answer)."""
     tasks = [t for t in (task or []) if t.strip()]
@@ -89,8 +69,7 @@ def rollout(
             f"cannot save to {save}: unknown file type", hint="use a .parquet or .jsonl file name"
         )
     check_output(save, "--save")
-    spec = server_spec(server, config, name, env, header)
-    policy = tool_policy(allow_tools, deny_tools, allow_destructive)
+    spec, policy = servers.spec(), servers.policy()
     cfg = RolloutConfig(
         max_turns=max_turns,
         max_new_tokens=max_new_tokens,
@@ -105,13 +84,7 @@ def rollout(
     loaded: list[object] = []
 
     async def main() -> list[list[Trajectory]]:
-        pool = SessionPool(
-            spec,
-            policy,
-            size=min(n * len(tasks), _MAX_SERVERS),
-            call_timeout=call_timeout,
-            connect_timeout=connect_timeout,
-        )
+        pool = SessionPool(spec, policy, size=min(n * len(tasks), _MAX_SERVERS))
         # The server first: a wrong command fails in seconds, before a model load that can take a minute.
         with err_console.status(f"starting server {spec.describe()} ..."):
             await pool.__aenter__()

@@ -12,6 +12,7 @@ import typer
 
 from mcp_rl.cli.app import app, err_console
 from mcp_rl.errors import ConfigError
+from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
 
 _LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
 
@@ -109,7 +110,7 @@ def serve(
     if (path is None) == (model is None):
         raise ConfigError(
             "give either a run/export PATH or --model SPEC",
-            hint="mcp-rl serve runs/<name>   or   mcp-rl serve --model qwen2.5-coder-0.5b-instruct",
+            hint=f"mcp-rl serve runs/<name>   or   mcp-rl serve --model {DEFAULT_POLICY_MODEL}",
         )
     token, token_var = token_from_env(token_env)
     sock = bind(host, port)  # before the model load: a busy port fails in a second, not after a minute

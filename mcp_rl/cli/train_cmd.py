@@ -12,36 +12,28 @@ import typer
 from rich.table import Table
 
 from mcp_rl.cli.app import app, console
-from mcp_rl.cli.options import (
-    AllowDestructiveOpt,
-    AllowToolsOpt,
-    ConfigOpt,
-    DenyToolsOpt,
-    EnvOpt,
-    HeaderOpt,
-    NameOpt,
-    ServerOpt,
-    server_spec,
-    tool_policy,
-)
+from mcp_rl.cli.from_config import Given, config_options, validate
+from mcp_rl.cli.options import ServerOptions
 from mcp_rl.cli.progress import RichPhases
 from mcp_rl.errors import ConfigError, McpRlError
 from mcp_rl.rundir import RunDir, no_room, no_room_error
 from mcp_rl.servers import ServerSpec
 from mcp_rl.tracking import check_trackers
-from mcp_rl.train_config import DEFAULT_JUDGE_MODEL, DEFAULT_POLICY_MODEL, DEFAULT_WRITER_MODEL, TrainConfig
+from mcp_rl.train_config import TrainConfig
 
 
-def _resumed_spec(saved: dict[str, Any], given: ServerSpec | None) -> ServerSpec:
-    if given is not None:
-        return given
-    spec = ServerSpec.model_validate(saved)
-    if "***" in spec.env.values() or "***" in spec.headers.values():
-        raise ConfigError(
-            "this run's server needs env values or headers that were not saved (they are secrets)",
-            hint="pass the same --server/--config (and --env/--header) again with --resume",
-        )
-    return spec
+def _resumed_spec(saved: dict[str, Any], given: ServerSpec | None, connection: dict[str, Any]) -> ServerSpec:
+    """The server of a resumed run: the one given again, else the saved one; reached with the saved
+    timeouts, except those given again."""
+    old = ServerSpec.model_validate(saved)
+    if given is None:
+        if "***" in old.env.values() or "***" in old.headers.values():
+            raise ConfigError(
+                "this run's server needs env values or headers that were not saved (they are secrets)",
+                hint="pass the same --server/--config (and --env/--header) again with --resume",
+            )
+        given = old
+    return given.model_copy(update={"connection": old.connection}).with_connection(**connection)
 
 
 def _pct(m: dict[str, Any] | None, key: str) -> str:
@@ -83,80 +75,12 @@ def _report(result: dict[str, Any]) -> None:
 
 
 @app.command("train")
+@config_options
 def train_command(
-    server: ServerOpt = None,
-    config: ConfigOpt = None,
-    name: NameOpt = None,
-    env: EnvOpt = None,
-    header: HeaderOpt = None,
-    allow_tools: AllowToolsOpt = None,
-    deny_tools: DenyToolsOpt = None,
-    allow_destructive: AllowDestructiveOpt = False,
-    model: Annotated[
-        str, typer.Option(help="Policy model: a built-in name, HF dir, .gguf file, or hub id.")
-    ] = DEFAULT_POLICY_MODEL,
-    tasks: Annotated[
-        Path | None,
-        typer.Option("--tasks", help="Task file (JSONL/Parquet/dataset dir); else tasks are generated."),
-    ] = None,
-    n_tasks: Annotated[int, typer.Option(help="Tasks to generate when no --tasks file is given.")] = 24,
-    val_fraction: Annotated[
-        float,
-        typer.Option(
-            min=0.05,
-            max=0.9,
-            help="Share of generated tasks held out for evaluation (a --tasks file keeps its split).",
-        ),
-    ] = 0.25,
-    generator: Annotated[str, typer.Option(help="Task-writing model.")] = DEFAULT_WRITER_MODEL,
-    instructions: Annotated[str, typer.Option(help="Steer the theme of generated tasks.")] = "",
-    judge: Annotated[
-        str, typer.Option(help="RULER judge model, or 'none' for checks only.")
-    ] = DEFAULT_JUDGE_MODEL,
-    judge_grounded: Annotated[
-        bool,
-        typer.Option(
-            help="Also judge groups of grounded tasks (those have a reference answer, and the checks grade "
-            "them on their own by default). Worth it with a strong API judge; the offline one hurt there."
-        ),
-    ] = False,
-    rubric: Annotated[Path | None, typer.Option(help="A file with your own RULER rubric.")] = None,
-    judge_permutations: Annotated[
-        int, typer.Option(help="Score K shuffled orders and average (position bias).")
-    ] = 1,
-    group_size: Annotated[
-        int, typer.Option("--group-size", "-n", help="Episodes per task (a GRPO group).")
-    ] = 4,
-    tasks_per_step: Annotated[int, typer.Option(help="Tasks (groups) per step.")] = 2,
-    max_steps: Annotated[int, typer.Option(help="Stop after this many steps at most.")] = 20,
-    eval_every: Annotated[int, typer.Option(help="Evaluate on val every K steps.")] = 2,
-    patience: Annotated[int, typer.Option(help="Stop after P evaluations without improvement.")] = 3,
-    min_improvement: Annotated[
-        float, typer.Option(help="The margin an evaluation must beat the best by.")
-    ] = 0.02,
-    learning_rate: Annotated[float, typer.Option(help="LoRA learning rate.")] = 1e-4,
-    lora_rank: Annotated[int, typer.Option(help="LoRA rank.")] = 16,
-    gradient_checkpointing: Annotated[
-        bool,
-        typer.Option(
-            help="Recompute activations in the backward pass: 7 GB less peak memory for the 0.5B "
-            "policy on 3k-token episodes (11.7 -> 4.6 GiB), for about 1.5x the training time."
-        ),
-    ] = True,
-    max_turns: Annotated[int, typer.Option(help="Assistant turns per episode.")] = 4,
-    max_new_tokens: Annotated[int, typer.Option(help="Tokens per assistant turn.")] = 160,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
-    seed: Annotated[int, typer.Option(help="Seed for tasks, sampling and splits.")] = 0,
+    servers: Given[ServerOptions],
+    cfg: Given[TrainConfig],
     run_dir: Annotated[
         Path | None, typer.Option("--run-dir", help="Where the run lives (default runs/<server>-<time>).")
-    ] = None,
-    log_to: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--log-to",
-            help="Also log metrics to 'tensorboard' and/or 'wandb' (repeatable or comma-separated; "
-            "written inside the run directory; W&B runs offline unless WANDB_API_KEY or WANDB_MODE is set).",
-        ),
     ] = None,
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Continue the run in this directory.")
@@ -164,56 +88,28 @@ def train_command(
 ) -> None:
     """Train the model to use the server's tools: tasks, episodes, RULER + checks, GRPO on a LoRA,
     evaluation on held-out tasks until success plateaus. Offline by default."""
-    from mcp_rl.train import Trainer, check_config
-
-    given = server_spec(server, config, name, env, header) if (server or config) else None
-    trackers = [n.strip() for item in log_to or [] for n in item.split(",") if n.strip()]
+    # Every option is validated here, before a server starts, a model loads or a directory is made.
+    srv = servers.build()
     made_here = False
     if resume is not None:
         if run_dir is not None:
             raise ConfigError("give either --resume DIR or --run-dir DIR, not both")
         run = RunDir(resume)
-        cfg = TrainConfig.model_validate(run.load_config())
-        spec = _resumed_spec(cfg.server, given)
-        if trackers:  # a resumed run may add or change its trackers
-            check_trackers(trackers)
-            cfg.log_to = trackers
+        saved = run.load_config()
+        if "log_to" in cfg:  # a resumed run keeps its settings, but may add or change its trackers
+            saved["log_to"] = cfg.get("log_to")
+        train_cfg = validate(TrainConfig, saved)
+        if "log_to" in cfg:
+            check_trackers(train_cfg.log_to)
+        timeouts = {path[-1]: v for path, v in servers.values.items() if path[0] == "connection"}
+        spec = _resumed_spec(train_cfg.server, srv.spec() if srv.given else None, timeouts)
     else:
-        if given is None:
-            raise ConfigError(
-                "no server given", hint="pass --server URL_OR_COMMAND, or --config FILE [--name NAME]"
-            )
-        spec = given
-        cfg = TrainConfig(
-            model=model,
-            server=spec.public(),
-            policy=tool_policy(allow_tools, deny_tools, allow_destructive),
-            tasks_file=str(tasks) if tasks else None,
-            n_tasks=n_tasks,
-            val_fraction=val_fraction,
-            generator=generator,
-            instructions=instructions,
-            judge=judge,
-            judge_grounded=judge_grounded,
-            rubric_file=str(rubric) if rubric else None,
-            judge_permutations=judge_permutations,
-            group_size=group_size,
-            tasks_per_step=tasks_per_step,
-            max_steps=max_steps,
-            eval_every=eval_every,
-            patience=patience,
-            min_improvement=min_improvement,
-            seed=seed,
-            log_to=trackers,
-        )
-        cfg.grpo.learning_rate = learning_rate
-        cfg.grpo.gradient_checkpointing = gradient_checkpointing
-        cfg.grpo.temperature = temperature
-        cfg.lora.r, cfg.lora.alpha = lora_rank, 2 * lora_rank
-        cfg.rollout = cfg.rollout.model_copy(
-            update={"max_turns": max_turns, "max_new_tokens": max_new_tokens, "temperature": temperature}
-        )
-        check_config(cfg)
+        train_cfg = cfg.build()
+        spec = srv.spec()
+        train_cfg = train_cfg.model_copy(update={"server": spec.public(), "policy": srv.policy()})
+        from mcp_rl.train import check_config  # torch: imported once the options are known good
+
+        check_config(train_cfg)
         run = RunDir(run_dir or Path("runs") / f"{spec.name or 'server'}-{time.strftime('%Y%m%d-%H%M%S')}")
         if run.exists():
             raise ConfigError(
@@ -221,10 +117,12 @@ def train_command(
                 hint=f"continue it with --resume {run.path}, or choose another --run-dir",
             )
         made_here = not run.path.exists()
-        run.create(cfg.model_dump(mode="json"))
+        run.create(train_cfg.model_dump(mode="json"))
     console.print(f"run directory: [bold]{run.path}[/]")
+    from mcp_rl.train import Trainer
+
     trainer = Trainer(
-        cfg, spec, run, say=lambda s: console.print(s, highlight=False), phases=RichPhases(console)
+        train_cfg, spec, run, say=lambda s: console.print(s, highlight=False), phases=RichPhases(console)
     )
     try:
         result = anyio.run(trainer.fit, resume is not None)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from mcp_rl.errors import ModelError
 from mcp_rl.models.base import Completion, Message, SamplingParams
+from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
 
 Provider = Literal["openai", "litellm"]
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]", "0.0.0.0")
@@ -80,7 +81,7 @@ class ApiModel:
                 raise ModelError(
                     f"no API key for {self.name}",
                     hint="set OPENAI_API_KEY (or pass --base-url for a local OpenAI-compatible server), "
-                    "or use a built-in offline model such as qwen2.5-coder-0.5b-instruct",
+                    f"or use a built-in offline model such as {DEFAULT_POLICY_MODEL}",
                 )
         self.__key = key
         self._client: Any = None
@@ -176,7 +177,7 @@ class ApiModel:
         if "Connection" in kind or "Timeout" in kind:
             return ModelError(
                 f"{self.name}: cannot reach {where} ({kind})",
-                hint="check the network / --base-url; offline, use a built-in model such as qwen2.5-coder-0.5b-instruct",
+                hint=f"check the network / --base-url; offline, use a built-in model such as {DEFAULT_POLICY_MODEL}",
             )
         if "Authentication" in kind or "PermissionDenied" in kind:
             return ModelError(

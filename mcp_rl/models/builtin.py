@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_rl.errors import ModelError, ModelIntegrityError, ModelNotInstalled
+from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
 
 CACHE_ENV = "MCP_RL_CACHE"
 CACHE_FORMAT = 1  # bump when the cache layout or conversion changes
@@ -96,7 +97,7 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
         ),
     )
 }
-DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct"
+DEFAULT_MODEL = DEFAULT_POLICY_MODEL  # the name the registry falls back to
 
 
 def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_rl.errors import ServerError
 from mcp_rl.models.base import ChatModel, Message, SamplingParams, TokenModel
@@ -34,11 +34,15 @@ Probe = Callable[[Task, PooledSession], Awaitable[Any]]
 
 
 class RolloutConfig(BaseModel):
-    max_turns: int = Field(default=6, ge=1)
+    # the fields marked "cli" are `mcp-rl train` options (mcp_rl/cli/from_config.py)
+    model_config = ConfigDict(use_attribute_docstrings=True, allow_inf_nan=False)
+
+    max_turns: int = Field(default=6, ge=1, json_schema_extra={"cli": True})
     """Assistant messages per episode."""
-    max_new_tokens: int = Field(default=256, ge=1)
-    """Per assistant message."""
-    temperature: float = Field(default=1.0, ge=0.0)
+    max_new_tokens: int = Field(default=256, ge=1, json_schema_extra={"cli": True})
+    """Tokens per assistant message."""
+    temperature: float = Field(default=1.0, ge=0.0, json_schema_extra={"cli": True})
+    """Sampling temperature."""
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     max_context_tokens: int = Field(default=4096, ge=64)
     """The whole conversation; the episode ends ('context') when fewer than `min_new_tokens` are left."""

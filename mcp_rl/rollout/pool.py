@@ -55,20 +55,13 @@ class SessionPool:
         size: int = 1,
         *,
         share: bool | None = None,
-        call_timeout: float = 30.0,
-        connect_timeout: float = 60.0,
-        result_budget: int = 4000,
         stderr_dir: str | Path | None = None,
     ) -> None:
+        """Every session connects with `spec.connection` (timeouts, result budget)."""
         self.spec = spec
         self.policy = policy or ToolPolicy()
         self.size = max(1, size)
         self.share = share
-        self._session_kwargs: dict[str, Any] = {
-            "call_timeout": call_timeout,
-            "connect_timeout": connect_timeout,
-            "result_budget": result_budget,
-        }
         self.stderr_dir = Path(stderr_dir) if stderr_dir else None
         self._all: list[PooledSession] = []
         self._free: list[PooledSession] = []
@@ -94,7 +87,7 @@ class SessionPool:
 
     def _new_session(self, k: int) -> ServerSession:
         stderr = self.stderr_dir / f"server-{k}.stderr.log" if self.stderr_dir else None
-        return ServerSession(self.spec, self.policy, stderr_path=stderr, **self._session_kwargs)
+        return ServerSession(self.spec, self.policy, stderr_path=stderr)
 
     async def _own(self, k: int, slot: list[Any], ready: anyio.Event) -> None:
         """Enter and leave one session in this task (the SDK wants both done by the same task)."""

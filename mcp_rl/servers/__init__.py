@@ -1,6 +1,7 @@
 """Talking to any MCP server.
 
 spec = ServerSpec.parse("uvx mcp-server-time")          # or a URL, or ServerSpec.from_config(file, name)
+spec = spec.with_connection(call_timeout=10)           # timeouts, result budget (ConnectionSettings)
 async with ServerSession(spec, policy=ToolPolicy()) as s:
     s.tools                     # list[ToolSpec] the policy allows (OpenAI form: t.openai())
     s.excluded                  # {name: reason} for tools the policy removed
@@ -8,6 +9,7 @@ async with ServerSession(spec, policy=ToolPolicy()) as s:
     await s.reset()             # between episodes: user reset command, or restart for stdio
 """
 
+from mcp_rl.servers.connection import ConnectionSettings
 from mcp_rl.servers.policy import ToolPolicy
 from mcp_rl.servers.results import CallStatus, ToolResult
 from mcp_rl.servers.session import ServerSession
@@ -16,6 +18,7 @@ from mcp_rl.servers.tools import ToolAnnotations, ToolSpec
 
 __all__ = [
     "CallStatus",
+    "ConnectionSettings",
     "ServerSession",
     "ServerSpec",
     "ToolAnnotations",

@@ -113,16 +113,16 @@ class ServerSession:
         spec: ServerSpec,
         policy: ToolPolicy | None = None,
         *,
-        connect_timeout: float = 60.0,
-        call_timeout: float = 30.0,
-        result_budget: int = 4000,
         stderr_path: str | Path | None = None,
     ) -> None:
+        """Timeouts and the result budget come from `spec.connection` (`spec.with_connection(...)`
+        to change them)."""
         self.spec = spec
         self.policy = policy or ToolPolicy()
-        self.connect_timeout = connect_timeout
-        self.call_timeout = call_timeout
-        self.result_budget = result_budget
+        self.connect_timeout = spec.connection.connect_timeout
+        self.call_timeout = spec.connection.call_timeout
+        self.result_budget = spec.connection.result_budget
+        """May be changed for a phase: exploration reads whole results (scenario_gen's budget)."""
         # A temporary stderr log of our own is removed on a clean close; one that failed to start
         # is kept, since the error message points at it.
         self._own_stderr_dir: Path | None = None

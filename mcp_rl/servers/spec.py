@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, Field
 
 from mcp_rl.errors import ConfigError
+from mcp_rl.servers.connection import ConnectionSettings
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -28,6 +29,8 @@ class ServerSpec(BaseModel):
     cwd: str | None = None
     reset_command: list[str] | None = None
     """Run between episodes to restore the server's state (otherwise stdio servers are restarted)."""
+    connection: ConnectionSettings = Field(default_factory=ConnectionSettings)
+    """How long to wait for it and how much of a result to keep (--connect-timeout, --call-timeout)."""
 
     @classmethod
     def parse(
@@ -139,6 +142,14 @@ class ServerSpec(BaseModel):
         for v in self.secret_values():
             text = text.replace(v, "***")
         return text
+
+    def with_connection(self, **changes: Any) -> ServerSpec:
+        """The same server, reached with other connection settings (validated: a bad value raises)."""
+        return self.model_copy(
+            update={
+                "connection": ConnectionSettings.model_validate({**self.connection.model_dump(), **changes})
+            }
+        )
 
     def describe(self) -> str:
         return self.url if self.transport != "stdio" else shlex.join(self.command)
