@@ -138,7 +138,7 @@ class TrainConfig(BaseModel):
     def _held_out_leaves_training(self) -> TrainConfig:
         if self.val_fraction + self.test_fraction >= 0.9:
             raise ValueError(
-                f"val_fraction + test_fraction = {self.val_fraction + self.test_fraction:.2f} leaves "
-                "too few tasks to train on (keep their sum below 0.9)"
+                f"--val-fraction {self.val_fraction:g} and --test-fraction {self.test_fraction:g} leave too "
+                "few tasks to train on (keep their sum below 0.9)"
             )
         return self
