@@ -86,7 +86,7 @@ def matmul_peak_flops(seconds: float = 2.0) -> float:
 
 
 def prompt_texts(model: Any, n: int) -> list[str]:
-    from mcp_rl.prompts import opening_messages
+    from mcp_rl.policy_prompt import opening_messages
 
     return [model.render(opening_messages(TASKS[i % len(TASKS)], "inventory"), TOOLS) for i in range(n)]
 

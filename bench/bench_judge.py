@@ -31,8 +31,8 @@ import anyio
 from judges import JudgeConfig, Ruler, combine, judge_verdict, run_checks
 from judges.ruler import GroupScore, permutation_orders
 from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL
+from mcp_rl.task import Task
 from mcp_rl.trajectory import Trajectory, load_trajectories
-from scenario_gen.task import Task
 
 DATA = Path(__file__).parent / "data"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from mcp_rl.models import close_models
-from mcp_rl.prompts import opening_messages
+from mcp_rl.policy_prompt import opening_messages
 from mcp_rl.tuned import find_tuned, load_tuned
 
 

@@ -13,12 +13,12 @@ Small pieces that compose:
 from judges.answers import AnswerMatch, answer_matches
 from judges.cache import JudgeCache
 from judges.checks import CheckResult, run_checks
-from judges.pipeline import JudgeReport, group_trajectories, judge_trajectories
-from judges.prompts import DEFAULT_RUBRIC, load_rubric
+from judges.judge_prompts import DEFAULT_RUBRIC, load_rubric
 from judges.regrade import FreshReference, refresh_reference
 from judges.reward import RewardConfig, RewardWeights, apply_reward, combine
 from judges.ruler import GroupScore, JudgeConfig, Ruler, permutation_orders
 from judges.scores import ScoreCheck, check_scores
+from judges.scoring import JudgeReport, Scorer, group_trajectories, judge_trajectories
 from judges.success import Success, SuccessRate, decide_success, success_rate, wilson_interval
 from judges.verdict import Verdict, judge_verdict
 from mcp_rl.usage import Usage
@@ -36,6 +36,7 @@ __all__ = [
     "RewardWeights",
     "Ruler",
     "ScoreCheck",
+    "Scorer",
     "Success",
     "SuccessRate",
     "Usage",

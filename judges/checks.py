@@ -18,13 +18,15 @@ it is there for success and for reading runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import BaseModel
 
 from judges.answers import AnswerMatch, answer_matches
 from judges.faithful import invented_arguments, pasted_result, reference_supported, unsupported_values
 from mcp_rl.servers.results import CallStatus
+from mcp_rl.task import Task
 from mcp_rl.trajectory import Trajectory
-from scenario_gen.task import Task
 
 
 class CheckResult(BaseModel):
@@ -52,18 +54,38 @@ class CheckResult(BaseModel):
     """A valid call came back OK with a result the reference answer can come from (whichever tool
     made it); None when the task has no reference answer."""
 
+    extra: dict[str, float] = {}
+    """Scores of the reward components registered with `reward_component` that applied."""
+
     def components(self) -> dict[str, float]:
         """The checks as reward components (only those that apply), all in [0, 1]."""
-        out: dict[str, float] = {"answered": float(self.answered)}
-        for name in ("parse_rate", "schema_valid_rate", "no_error_rate", "expected_tools_used"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = float(value)
-        for name in ("answer_correct", "answer_faithful", "arguments_faithful", "needed_calls_ok"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = float(value)
-        return out
+        out = {name: float(v) for name in FIELD_COMPONENTS if (v := getattr(self, name)) is not None}
+        return {**out, **self.extra}
+
+
+FIELD_COMPONENTS = (
+    "answered", "parse_rate", "schema_valid_rate", "no_error_rate", "expected_tools_used",
+    "answer_correct", "answer_faithful", "arguments_faithful", "needed_calls_ok",
+)  # fmt: skip
+"""The checks above that are reward components as they stand (0/1 for the yes/no ones)."""
+
+# --- more reward components: one function each, plus a weight in `RewardWeights` -----------------
+RewardComponent = Callable[[Trajectory, "Task | None", CheckResult], float | None]
+"""(trajectory, task, the checks above) -> a score in [0, 1], or None when it does not apply."""
+REWARD_COMPONENTS: dict[str, RewardComponent] = {}
+
+
+def reward_component(name: str) -> Callable[[RewardComponent], RewardComponent]:
+    """Register a reward component under `name`: a new check is this function plus a weight
+    (`RewardWeights(**{name: w})`; without one it is logged with every trajectory, not weighted)."""
+    if name in FIELD_COMPONENTS:
+        raise ValueError(f"{name!r} is a built-in check already")
+
+    def register(fn: RewardComponent) -> RewardComponent:
+        REWARD_COMPONENTS[name] = fn
+        return fn
+
+    return register
 
 
 def run_checks(
@@ -108,4 +130,6 @@ def run_checks(
         used = {c.name for c in calls if c.valid}
         expected = set(task.tools_expected)
         res.expected_tools_used = len(expected & used) / len(expected)
+    scores = {name: fn(traj, task, res) for name, fn in REWARD_COMPONENTS.items()}
+    res.extra = {name: float(v) for name, v in scores.items() if v is not None}
     return res

@@ -43,9 +43,9 @@ from judges.values import (
     same,
     words,
 )
+from mcp_rl.answer_rule import result_json
 from mcp_rl.servers.results import CallStatus
 from mcp_rl.trajectory import ToolCallRecord
-from scenario_gen.values import result_json
 
 _CHECKED = ("number", "date", "time", "id")
 _BOUND_KEY = re.compile(

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mcp_rl.answer_rule import apply_rule
 from mcp_rl.servers.results import CallStatus, ToolResult
+from mcp_rl.task import Task
 from mcp_rl.trajectory import ToolCallRecord
-from scenario_gen.facts import apply_rule
-from scenario_gen.task import Task
 
 Caller = Callable[[str, dict[str, Any]], ToolResult | Awaitable[ToolResult]]
 

@@ -25,13 +25,18 @@ so it stays in [0, 1] whether or not a task is grounded or the judge answered. T
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from judges.checks import CheckResult
 from mcp_rl.trajectory import Trajectory
 
 
 class RewardWeights(BaseModel):
+    """A weight per reward component (`judges.checks.REWARD_COMPONENTS`, plus `ruler`); a component
+    registered elsewhere takes its weight as an extra field, e.g. `RewardWeights(my_check=0.5)`."""
+
+    model_config = ConfigDict(extra="allow")
+
     ruler: float = Field(default=1.0, ge=0)
     answer_correct: float = Field(default=1.0, ge=0)
     expected_tools_used: float = Field(default=0.25, ge=0)

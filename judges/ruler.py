@@ -20,7 +20,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from judges.cache import JudgeCache, cache_key
-from judges.prompts import (
+from judges.judge_prompts import (
     DEFAULT_RUBRIC,
     PROMPT_VERSION,
     RULER_SYSTEM,
@@ -28,14 +28,14 @@ from judges.prompts import (
     ruler_user,
     task_block,
 )
-from judges.render import render_context, render_tools, render_trajectory, shared_prefix_len
 from judges.scores import ScoreEntry, check_scores
+from judges.trajectory_text import render_context, render_tools, render_trajectory, shared_prefix_len
 from mcp_rl.errors import JudgeError
 from mcp_rl.models.base import ChatModel, Message, SamplingParams
 from mcp_rl.structured import ask_with_repair, follow_up
+from mcp_rl.task import Task
 from mcp_rl.trajectory import Trajectory
 from mcp_rl.usage import Usage
-from scenario_gen.task import Task
 
 
 class JudgeConfig(BaseModel):
@@ -113,7 +113,7 @@ def _tools_for(tools: list[Any] | None) -> list[dict[str, Any]] | None:
 
 
 def _check_group(trajs: list[Trajectory]) -> None:
-    gid = (trajs[0].group_id or trajs[0].task_id) if trajs else ""
+    gid = trajs[0].group_key if trajs else ""
     if len({t.id for t in trajs}) != len(trajs):
         raise JudgeError(f"group {gid!r} has duplicate trajectory ids", "give every trajectory a unique id")
     if len({t.task_id for t in trajs}) > 1:
@@ -223,7 +223,7 @@ class Ruler:
         come back as `scored=False` with the reason."""
         trajs = list(trajectories)
         tids = [t.id for t in trajs]
-        gid = (trajs[0].group_id or trajs[0].task_id) if trajs else ""
+        gid = trajs[0].group_key if trajs else ""
         task_id = task.id if task else (trajs[0].task_id if trajs else "")
         if not trajs:
             return GroupScore(

@@ -30,9 +30,9 @@ from judges.checks import CheckResult, run_checks
 from judges.regrade import graded_reference
 from judges.verdict import judge_verdict
 from mcp_rl.models.base import ChatModel
+from mcp_rl.task import Task
 from mcp_rl.trajectory import Trajectory
 from mcp_rl.usage import Usage
-from scenario_gen.task import Task
 
 Kind = Literal["checked", "judged"]
 

@@ -11,13 +11,13 @@ import time
 from pydantic import BaseModel
 
 from judges.cache import JudgeCache, cache_key
-from judges.prompts import SUCCESS_PROMPT_VERSION, VERDICT_SYSTEM, task_block, verdict_repair_message
-from judges.render import render_trajectory
+from judges.judge_prompts import SUCCESS_PROMPT_VERSION, VERDICT_SYSTEM, task_block, verdict_repair_message
+from judges.trajectory_text import render_trajectory
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.structured import JsonReplyError, ask_with_repair, extract_json, follow_up
+from mcp_rl.task import Task
 from mcp_rl.trajectory import Trajectory
 from mcp_rl.usage import Usage
-from scenario_gen.task import Task
 
 _TRUE = {"true", "yes", "success", "succeeded", "1"}
 _FALSE = {"false", "no", "failure", "failed", "0"}

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from mcp_rl.models.base import ChatModel, Message, SamplingParams, TokenModel
-from mcp_rl.prompts import system_prompt
+from mcp_rl.policy_prompt import system_prompt
 from mcp_rl.rollout.loop import RolloutConfig
 from mcp_rl.rollout.pool import PooledSession
 from mcp_rl.rollout.tokens import TokenTrace

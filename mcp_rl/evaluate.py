@@ -9,15 +9,14 @@ from typing import Any
 
 import anyio
 
-from judges import JudgeCache, Ruler, judge_trajectories, refresh_reference
+from judges import JudgeCache, Scorer, refresh_reference
 from judges.regrade import episode_references
-from judges.reward import RewardConfig
 from judges.success import SuccessRate, decide_success, task_success
 from mcp_rl.models.base import ChatModel
 from mcp_rl.rollout import PooledSession
 from mcp_rl.servers import CallStatus
+from mcp_rl.task import Task
 from mcp_rl.trajectory import Trajectory
-from scenario_gen.task import Task
 
 
 async def reference_probe(task: Task, ps: PooledSession) -> dict[str, Any] | None:
@@ -41,19 +40,14 @@ async def score(
     trajs: list[Trajectory],
     tasks: Mapping[str, Task],
     tools: list[Any],
-    ruler: Ruler | None,
-    reward: RewardConfig,
+    scorer: Scorer,
     on_group: Callable[[Any], None] | None = None,
-    judge_grounded: bool = True,
 ) -> dict[str, Any]:
-    """Reward every trajectory (RULER + checks) and decide its checked success (training steps never
-    ask for judged success: that is an evaluation's figure). Returns the judge's stats.
+    """Reward every trajectory (`scorer`: RULER + checks) and decide its checked success (training
+    steps never ask for judged success: that is an evaluation's figure). Returns the judge's stats.
     `on_group` is called as the judge finishes each group (progress display)."""
     refs = references_of(trajs, tasks)
-    report = await judge_trajectories(
-        trajs, tasks, ruler, reward, tools=tools, references=refs, on_group=on_group,
-        judge_grounded=judge_grounded,
-    )  # fmt: skip
+    report = await scorer.score(trajs, tasks, tools, refs, on_group)
     await decide_all(trajs, tasks, None, None)
     u = report.usage
     return {

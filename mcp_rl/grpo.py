@@ -59,7 +59,7 @@ def assign_advantages(
     groups: dict[str, list[Trajectory]] = defaultdict(list)
     for t in trajectories:
         if t.reward is not None and t.num_sampled_tokens > 0:
-            groups[t.group_id or t.task_id].append(t)
+            groups[t.group_key].append(t)
     kept: list[tuple[Trajectory, float]] = []
     dropped = 0
     for members in groups.values():
@@ -168,7 +168,7 @@ def _adapter_off(model: Any) -> Iterator[None]:
 def _by_group(kept: list[tuple[Trajectory, float]]) -> list[list[tuple[Trajectory, float]]]:
     groups: dict[str, list[tuple[Trajectory, float]]] = defaultdict(list)
     for t, a in kept:
-        groups[t.group_id or t.task_id].append((t, a))
+        groups[t.group_key].append((t, a))
     return list(groups.values())
 
 

@@ -21,23 +21,23 @@ from typing import Any
 
 import torch
 
-from judges import JudgeCache, JudgeConfig, Ruler, load_rubric
+from judges import JudgeCache, JudgeConfig, Ruler, Scorer, load_rubric
 from mcp_rl.errors import ConfigError, TaskError
 from mcp_rl.evaluate import decide_all, decision_figure, improvement, reference_probe, score, summarize
 from mcp_rl.faults import fault_point
 from mcp_rl.grpo import grpo_step, make_optimizer
 from mcp_rl.models import close_models, load_model
-from mcp_rl.models.base import ChatModel
+from mcp_rl.models.base import ChatModel, TrainablePolicy
 from mcp_rl.models.hardware import release_memory
 from mcp_rl.phases import Phases
-from mcp_rl.prompts import ANSWER_CONVENTION, system_prompt
+from mcp_rl.policy_prompt import ANSWER_CONVENTION, system_prompt
 from mcp_rl.rollout import SessionPool, run_tasks
 from mcp_rl.rundir import RunDir, RunState
 from mcp_rl.servers import ServerSpec
+from mcp_rl.task import Task
 from mcp_rl.tracking import Tracker, check_trackers, open_trackers
 from mcp_rl.train_config import TrainConfig
 from mcp_rl.trajectory import Trajectory
-from scenario_gen.task import Task
 
 Say = Callable[[str], None]
 HELPER_SLOTS = 4
@@ -50,20 +50,19 @@ class Trainer:
         spec: ServerSpec,
         run: RunDir,
         say: Say = print,
-        policy: Any = None,
+        policy: TrainablePolicy | None = None,
         phases: Phases | None = None,
     ) -> None:
         """`policy`: an already loaded TransformersModel to train instead of loading `cfg.model`.
         `phases`: how progress within a step is shown (default: not at all)."""
         self.cfg, self.spec, self.run, self.say = cfg, spec, run, say
         self.phases = phases or Phases()
-        self.policy: Any = policy
+        self.policy: TrainablePolicy = policy  # type: ignore[assignment]  # set in load_models
         self.judge: ChatModel | None = None
         self.success_judge: ChatModel | None = None
         """Gives judged success (tasks without a reference) in evaluations; None with --judge none."""
-        self.ruler: Ruler | None = None
+        self.scorer = Scorer(reward=cfg.reward, judge_grounded=cfg.judge_grounded)
         self.cache = JudgeCache(run.judge_cache)
-        self.reward = cfg.reward
         self.trackers: list[Tracker] = []
         self._helpers: dict[str, ChatModel] = {}
 
@@ -79,10 +78,10 @@ class Trainer:
         else:
             tasks = await self._generate(pool)
             save_tasks(tasks, self.run.tasks_file)
-        return split_tasks(tasks)
+        return held_out_splits(tasks)
 
     async def _generate(self, pool: SessionPool) -> list[Task]:
-        from scenario_gen.pipeline import EXPLORE_RESULT_BUDGET, GenerateConfig, generate_tasks
+        from scenario_gen.generate import EXPLORE_RESULT_BUDGET, GenerateConfig, generate_tasks
 
         cfg = self.cfg
         self.say(f"writing {cfg.n_tasks} tasks with {cfg.generator} (no --tasks file given)")
@@ -134,9 +133,15 @@ class Trainer:
         cfg = self.cfg
         if self.policy is None:
             # One KV-cache slot per concurrent episode of a step (evaluation queues beyond that).
-            self.policy = load_model(
-                cfg.model, max_batch=min(32, max(8, cfg.group_size * cfg.tasks_per_step))
-            )
+            loaded = load_model(cfg.model, max_batch=min(32, max(8, cfg.group_size * cfg.tasks_per_step)))
+            if not isinstance(loaded, TrainablePolicy):
+                close_models(loaded)
+                raise ConfigError(
+                    f"{cfg.model} cannot be trained here: its weights do not run in this process",
+                    hint="train a local model (a built-in name, a HF directory or a .gguf file); API models "
+                    "can be the judge or the task writer",
+                )
+            self.policy = loaded
         self.policy.attach_lora(
             r=cfg.lora.r,
             alpha=cfg.lora.alpha,
@@ -151,7 +156,7 @@ class Trainer:
         jc = JudgeConfig(
             permutations=cfg.judge_permutations, seed=cfg.seed, **({"rubric": rubric} if rubric else {})
         )
-        self.ruler = Ruler(self.judge, jc, cache=self.cache)
+        self.scorer.ruler = Ruler(self.judge, jc, cache=self.cache)
 
     # --- the pieces of a step --------------------------------------------------------------
     async def episodes(
@@ -213,17 +218,8 @@ class Trainer:
         self, pool: SessionPool, trajs: list[Trajectory], tasks: dict[str, Task], groups: int
     ) -> dict[str, Any]:
         """RULER + checks -> a reward on every trajectory. Returns the judge's stats."""
-        with self.phases.phase("judging", groups if self.ruler else 0) as advance:
-            return await score(
-                trajs, tasks, pool.tools, self.ruler, self.reward,
-                on_group=lambda _g: advance(1), judge_grounded=self.cfg.judge_grounded,
-            )  # fmt: skip
-
-    def _to_judge(self, batch: list[Task]) -> int:
-        """How many of the step's groups go to the judge (for the progress bar)."""
-        if self.cfg.judge_grounded:
-            return len(batch)
-        return sum(1 for t in batch if not (t.reference_answer and t.reference_answer.strip()))
+        with self.phases.phase("judging", groups) as advance:
+            return await score(trajs, tasks, pool.tools, self.scorer, on_group=lambda _g: advance(1))
 
     def trained(self, optimizer: torch.optim.Optimizer, trajs: list[Trajectory], step: int) -> dict[str, Any]:
         """One GRPO step on the LoRA. Returns its stats."""
@@ -300,7 +296,7 @@ class Trainer:
                 trajs = await self.episodes(pool, batch, cfg.group_size, step)
                 fault_point("rollout", step)  # no-op unless a reliability test asks for a kill here
                 t1 = time.monotonic()
-                judge_stats = await self.judged(pool, trajs, tasks, self._to_judge(batch))
+                judge_stats = await self.judged(pool, trajs, tasks, sum(map(self.scorer.asks_judge, batch)))
                 release_memory()
                 t2 = time.monotonic()
                 train_stats = self.trained(optimizer, trajs, step)
@@ -447,10 +443,10 @@ def check_config(cfg: TrainConfig) -> None:
     if cfg.tasks_file:  # read it now: a bad file should fail before models load or a run dir exists
         from scenario_gen.io import load_tasks
 
-        split_tasks(load_tasks(cfg.tasks_file))
+        held_out_splits(load_tasks(cfg.tasks_file))
 
 
-def split_tasks(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
+def held_out_splits(tasks: list[Task]) -> tuple[list[Task], list[Task], list[Task]]:
     """The train, val and test splits; training needs all three."""
     train, val, test = ([t for t in tasks if t.split == s] for s in ("train", "val", "test"))
     if not train or not val or not test:

@@ -56,6 +56,11 @@ class Trajectory(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @property
+    def group_key(self) -> str:
+        """The GRPO group this trajectory belongs to: its group id, else (a lone episode) its task."""
+        return self.group_id or self.task_id
+
+    @property
     def num_sampled_tokens(self) -> int:
         return sum(self.sampled_mask)
 

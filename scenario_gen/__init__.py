@@ -7,12 +7,13 @@ tasks = split_tasks(tasks, val_fraction=0.2, test_fraction=0.3)   # no call or e
 answer = apply_rule(task.answer_rule, [r.text for r in fresh_results])   # grading state-dependent tasks
 """
 
-from scenario_gen.facts import apply_rule, extract_facts
+from mcp_rl.answer_rule import apply_rule
+from mcp_rl.task import AnswerRule, Provenance, ReferenceCall, Task
+from scenario_gen.facts import extract_facts
+from scenario_gen.gen_report import GenReport
+from scenario_gen.generate import GenerateConfig, generate_tasks
 from scenario_gen.io import load_tasks, save_tasks
-from scenario_gen.pipeline import GenerateConfig, generate_tasks
-from scenario_gen.report import GenReport
 from scenario_gen.split import SplitReport, leaks, split_report, split_tasks
-from scenario_gen.task import AnswerRule, Provenance, ReferenceCall, Task
 
 __all__ = [
     "AnswerRule",

@@ -21,13 +21,14 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, RootModel, model_validator
 
+from mcp_rl.answer_rule import result_json
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.results import CallStatus, ToolResult
 from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
-from scenario_gen import prompts
+from scenario_gen import writer_prompts
 from scenario_gen.argsynth import ArgProposal, schema_errors, synthesize
-from scenario_gen.values import ValuePool, result_json
+from scenario_gen.values import ValuePool
 
 _READ_NAME = re.compile(
     r"^(get|list|search|find|read|query|describe|count|show|lookup|fetch|view|check)[_\-A-Z]"
@@ -252,7 +253,7 @@ class Explorer:
                 continue
             if tool.name in self.stats.skipped_tools or not (tool.parameters.get("properties") or {}):
                 continue
-            messages = prompts.propose_arguments(tool, self.pool.sample_names(8), self._recent_results(tool))
+            messages = writer_prompts.propose_arguments(tool, self.pool.sample_names(8), self._recent_results(tool))
 
             def accept(item: _Args, tool: ToolSpec = tool) -> str | None:
                 errs = schema_errors(tool.input_schema, item.root)
@@ -261,7 +262,7 @@ class Explorer:
             got = await ask_items(
                 self.model, messages, _Args, want=3, attempts=2, accept=accept,
                 sampling=SamplingParams(temperature=0.7, max_new_tokens=300, seed=self.seed),
-                format_hint="Form: " + prompts.arguments_example(tool),
+                format_hint="Form: " + writer_prompts.arguments_example(tool),
             )  # fmt: skip
             self.stats.llm_proposals += len(got.items)
             for item in got.items:

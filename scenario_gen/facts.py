@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scenario_gen.task import AnswerRule
-from scenario_gen.values import is_id_like, result_json
+from mcp_rl.answer_rule import format_value, parse_datetime, result_json, transform_value
+from mcp_rl.task import AnswerRule
+from scenario_gen.values import is_id_like
 
-_ISO_DT = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DAY_NAMES = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 _COUNT_KEY = re.compile(r"(count|total|matches|num_|number)", re.IGNORECASE)
@@ -35,74 +35,6 @@ class Fact:
     weight: float = 1.0
     dated: bool = False
     """The value depends on today's date or the current time."""
-
-
-def format_value(value: Any) -> str:
-    """Canonical text of an answer value."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.10g}"
-    if isinstance(value, list):
-        return ", ".join(format_value(v) for v in value)
-    return str(value).strip()
-
-
-def parse_datetime(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not _ISO_DT.match(value.strip()):
-        return None
-    try:
-        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
-def _transform(value: Any, transform: str) -> Any:
-    if transform == "none":
-        return value
-    dt = parse_datetime(value)
-    if dt is None:
-        return None
-    return dt.strftime("%H:%M") if transform == "time_hhmm" else dt.date().isoformat()
-
-
-def _select(node: Any, step: str | int | dict[str, Any]) -> Any:
-    if isinstance(step, dict):
-        if not isinstance(node, list):
-            return None
-        key, want = step.get("key"), step.get("equals")
-        return next((x for x in node if isinstance(x, dict) and x.get(key) == want), None)
-    if isinstance(step, int):
-        return node[step] if isinstance(node, list) and -len(node) <= step < len(node) else None
-    return node.get(step) if isinstance(node, dict) else None
-
-
-def apply_rule(rule: AnswerRule, result_texts: list[str]) -> str | None:
-    """The answer the rule reads out of the calls' result texts, or None when it cannot."""
-    try:
-        text = result_texts[rule.call_index]
-    except IndexError:
-        return None
-    if rule.kind == "text":
-        t = text.strip()
-        return t or None
-    node = result_json(text)
-    for step in rule.path:
-        node = _select(node, step)
-        if node is None:
-            return None
-    if rule.kind == "count":
-        return str(len(node)) if isinstance(node, list) else None
-    if rule.kind == "names":
-        if not isinstance(node, list):
-            return None
-        names = [x.get(rule.name_key) for x in node if isinstance(x, dict)]
-        return ", ".join(str(n) for n in names if n is not None) or None
-    value = _transform(node, rule.transform)
-    if value is None or (isinstance(value, dict | list) and not value):
-        return None
-    return format_value(value)
 
 
 def _now_anchored(data: Any, now: datetime, window: timedelta) -> tuple[bool, bool]:
@@ -168,7 +100,7 @@ def _field_facts(
             # A raw timestamp is a poor answer to grade ("2026-12-02T09:30:00-05:00" against "9:30 am on
             # Wednesday"): ask for its time of day or its date instead. Neither when the time is the
             # one the call was given (a conversion echoing its input).
-            hhmm, day = _transform(v, "time_hhmm"), _transform(v, "date")
+            hhmm, day = transform_value(v, "time_hhmm"), transform_value(v, "date")
             if hhmm in arg_values:
                 continue
             rule = AnswerRule(kind="field", path=[*path, k], transform="time_hhmm")

@@ -19,13 +19,14 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
+from mcp_rl.answer_rule import apply_rule, format_value
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
-from scenario_gen import prompts
+from mcp_rl.task import ReferenceCall, Task
+from scenario_gen import writer_prompts
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
-from scenario_gen.facts import Fact, apply_rule, extract_facts, format_value
-from scenario_gen.task import ReferenceCall, Task
+from scenario_gen.facts import Fact, extract_facts
 from scenario_gen.validate import leaked_names, strip_tool_mentions
 
 
@@ -241,7 +242,7 @@ class GroundedWriter:
         """The grounded task for one candidate, or None (the reason counted in `problems`)."""
         last = c.chain[-1]
         calls = [(self.tools.get(s.tool), s.arguments, s.result_text) for s in c.chain]
-        messages = prompts.grounded_question(calls, c.fact.answer, c.fact.what, c.mentions, self.language)
+        messages = writer_prompts.grounded_question(calls, c.fact.answer, c.fact.what, c.mentions, self.language)
         names = list(self.tools)
 
         def accept(item: QuestionItem) -> str | None:

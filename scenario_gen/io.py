@@ -21,7 +21,7 @@ import polars as pl
 from pydantic import ValidationError
 
 from mcp_rl.errors import TaskError
-from scenario_gen.task import TASK_SCHEMA_VERSION, Task
+from mcp_rl.task import TASK_SCHEMA_VERSION, Task
 
 Format = Literal["jsonl", "parquet", "hf"]
 _NESTED = ("reference_calls", "answer_rule", "provenance", "notes")

@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mcp_rl.task import Task
 from scenario_gen.split_keys import MAX_KEY_SHARE, find_groups
-from scenario_gen.task import Task
 
 Split = Literal["train", "val", "test"]
 SPLITS: tuple[Split, ...] = ("train", "val", "test")

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from scenario_gen.task import Task
+from mcp_rl.task import Task
 
 MAX_KEY_SHARE = 0.25
 """A key held by more than this share of the tasks is not identifying."""

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from mcp_rl.task import Task
 from scenario_gen.dedup import Similarity, near_duplicates
 from scenario_gen.language import matches_language
-from scenario_gen.task import Task
 
 MIN_CHARS = 12
 MAX_CHARS = 1200

@@ -8,40 +8,12 @@ back afterwards.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 _NAME_KEYS = ("name", "title", "label", "display_name", "full_name", "username")
 _ID_LIKE = re.compile(r"(^|_)(id|ids|key|sku|code|slug|uuid|ref)$", re.IGNORECASE)
-
-
-def result_json(text: str) -> Any | None:
-    """The JSON value of a result text, or None when the result is plain text.
-
-    A tool returning a list often comes back as one content block per element, rendered as JSON
-    values one after another: those are read as one list."""
-    t = text.strip()
-    if not t or t[0] not in "[{":
-        return None
-    try:
-        return json.loads(t)
-    except json.JSONDecodeError:
-        pass
-    decoder = json.JSONDecoder()
-    values: list[Any] = []
-    pos = 0
-    while pos < len(t):
-        try:
-            value, end = decoder.raw_decode(t, pos)
-        except json.JSONDecodeError:
-            return None  # cut off or not JSON after all: no partial answers from a partial result
-        values.append(value)
-        pos = end
-        while pos < len(t) and t[pos] in " \t\r\n,":
-            pos += 1
-    return values if len(values) > 1 else (values[0] if values else None)
 
 
 def name_of(obj: dict[str, Any]) -> str | None:

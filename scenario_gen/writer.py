@@ -21,8 +21,8 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
-from scenario_gen import prompts
-from scenario_gen.task import Task
+from mcp_rl.task import Task
+from scenario_gen import writer_prompts
 
 _WORD_DIFFICULTY = {
     "trivial": 1,
@@ -158,8 +158,8 @@ class TaskWriter:
         want = min(self.batch_size, count)
         difficulties = [self.rng.choice([1, 2, 2, 3, 3, 4, 5]) for _ in range(want)]
         focus = self._focus()
-        styles = self.rng.sample(prompts.REQUEST_STYLES, 2)
-        messages = prompts.written_tasks(
+        styles = self.rng.sample(writer_prompts.REQUEST_STYLES, 2)
+        messages = writer_prompts.written_tasks(
             self.tools, want, focus=focus, styles=styles, instructions=self.instructions,
             server_instructions=self.server_instructions, resources=self.resources,
             known_values=self.known_values, language=self.language, difficulties=difficulties,
@@ -174,7 +174,7 @@ class TaskWriter:
         self._round += 1
         got = await ask_items(
             self.model, messages, WrittenItem, want=want, attempts=3, sampling=sampling,
-            format_hint="Form: " + prompts.written_example(self.tools),
+            format_hint="Form: " + writer_prompts.written_example(self.tools),
         )  # fmt: skip
         self._pending.subtract(focus)
         self.stats.calls += got.calls

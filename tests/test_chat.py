@@ -12,7 +12,7 @@ import pytest
 
 from mcp_rl.chat import Chat, chat_system_prompt
 from mcp_rl.models.registry import close_models, load_model
-from mcp_rl.prompts import system_prompt
+from mcp_rl.policy_prompt import system_prompt
 from mcp_rl.rollout import RolloutConfig
 from mcp_rl.servers import ServerSpec, ToolPolicy
 from mcp_rl.servers.session import ServerSession

@@ -27,9 +27,9 @@ from mcp_rl.cli.options import ServerOptions
 from mcp_rl.grpo_config import GRPOConfig
 from mcp_rl.rollout import RolloutConfig
 from mcp_rl.servers import ConnectionSettings, ServerSession, ServerSpec
+from mcp_rl.task import Task
 from mcp_rl.train_config import LoraSettings, TrainConfig
 from scenario_gen.io import save_tasks
-from scenario_gen.task import Task
 
 NO_SERVER = "no-such-server-cmd-xyz --stdio"  # would fail if it were ever started
 NO_MODEL = "no-such-model-xyz"  # would fail if it were ever loaded

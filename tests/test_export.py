@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from conftest import REPO
 from mcp_rl.cli import app
 from mcp_rl.errors import McpRlError
-from mcp_rl.prompts import ANSWER_CONVENTION, system_prompt
+from mcp_rl.policy_prompt import ANSWER_CONVENTION, system_prompt
 from mcp_rl.rundir import RunDir, RunState
 from mcp_rl.tuned import EXPORT_INFO, find_tuned
 

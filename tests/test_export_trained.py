@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from conftest import INVENTORY, REPO
+from mcp_rl.task import Task
 from scenario_gen.io import save_tasks
-from scenario_gen.task import Task
 from tests.test_export import (
     TOL_LLAMA_CPP_F16,
     TOL_MERGED,

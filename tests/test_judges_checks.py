@@ -11,8 +11,8 @@ import pytest
 from judges import answer_matches, refresh_reference, run_checks
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
 from mcp_rl.servers.results import CallStatus, ToolResult
+from mcp_rl.task import ReferenceCall, Task
 from mcp_rl.trajectory import ToolCallRecord, Trajectory
-from scenario_gen.task import ReferenceCall, Task
 
 
 @pytest.mark.parametrize(
@@ -196,7 +196,7 @@ def test_digits_glued_to_a_word_do_not_match_a_standalone_number() -> None:
 def test_refresh_reference_re_applies_the_tasks_answer_rule_on_the_live_server():
     """A task with an answer rule gets its answer read out of the new results exactly, even where
     carrying numbers over would be ambiguous (the stock and another field both move)."""
-    from scenario_gen.task import AnswerRule
+    from mcp_rl.task import AnswerRule
 
     async def main():
         spec = ServerSpec.parse(f"{sys.executable} -m examples.servers.inventory --transport stdio --seed 0")

@@ -14,8 +14,8 @@ import pytest
 
 from judges import JudgeConfig, Ruler, judge_trajectories
 from mcp_rl.errors import ModelNotInstalled
+from mcp_rl.task import Task
 from mcp_rl.trajectory import load_trajectories
-from scenario_gen.task import Task
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
 

@@ -23,8 +23,8 @@ from judges import (
     success_rate,
     wilson_interval,
 )
+from mcp_rl.task import Task
 from mcp_rl.trajectory import load_trajectories
-from scenario_gen.task import Task
 from tests.judge_fakes import FakeScriptedJudge
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
@@ -178,3 +178,26 @@ def test_faithfulness_is_weighted_and_needed_calls_are_logged_only():
     assert a["reward"] == pytest.approx(1.0) and b["reward"] == pytest.approx(0.25 / 0.75)
     assert a["needed_calls_ok"] == 0.0  # logged with the components, weighing nothing
     assert combine(faithful.model_copy(update={"needed_calls_ok": True}), None)["reward"] == a["reward"]
+
+
+def test_a_new_check_is_one_function_plus_a_weight():
+    from judges.checks import REWARD_COMPONENTS, reward_component
+
+    trajs, tasks = load_set()
+    t = trajs[0]
+    before = combine(run_checks(t, tasks[t.task_id]), None)["reward"]
+
+    @reward_component("says_please")
+    def says_please(traj, _task, _checks):
+        return float("please" in (traj.final_answer or "").lower())
+
+    try:
+        checks = run_checks(t, tasks[t.task_id])
+        assert checks.components()["says_please"] == 0.0  # logged with every trajectory
+        assert combine(checks, None)["reward"] == pytest.approx(before)  # no weight: not weighted
+        weighted = combine(checks, None, RewardConfig(weights=RewardWeights(says_please=1.0)))["reward"]
+        assert weighted < before  # a failed check with a weight pulls the reward down
+    finally:
+        del REWARD_COMPONENTS["says_please"]
+    with pytest.raises(ValueError):
+        reward_component("answer_correct")

@@ -13,8 +13,8 @@ import pytest
 
 from judges import JudgeCache, JudgeConfig, Ruler, permutation_orders
 from mcp_rl.errors import JudgeError
+from mcp_rl.task import Task
 from mcp_rl.trajectory import Trajectory
-from scenario_gen.task import Task
 from tests.judge_fakes import FakeScriptedJudge
 
 SYSTEM = "You are a shop assistant. SYSTEM-PROMPT-MARKER"

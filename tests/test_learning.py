@@ -22,10 +22,10 @@ from mcp_rl.models import load_model
 from mcp_rl.rollout import RolloutConfig, SessionPool, run_tasks
 from mcp_rl.rundir import RunDir
 from mcp_rl.servers import ServerSpec, ToolPolicy
+from mcp_rl.task import Task
 from mcp_rl.train import Trainer
 from mcp_rl.train_config import TrainConfig
 from scenario_gen.io import save_tasks
-from scenario_gen.task import Task
 
 TASK = "List the shop's product categories."
 RIGHT = '{"name": "list_categories", "arguments": {}}'

@@ -54,7 +54,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     good.write_text(
         "\n".join(
             json.dumps({"id": i, "text": "How many categories?", "split": s})
-            for i, s in (("a", "train"), ("b", "val"))
+            for i, s in (("a", "train"), ("b", "val"), ("c", "test"))
         )
         + "\n"
     )

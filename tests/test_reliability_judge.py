@@ -27,9 +27,9 @@ from conftest import REPO
 from judges import JudgeConfig, RewardConfig, Ruler, judge_trajectories
 from mcp_rl.evaluate import decide_all
 from mcp_rl.servers import CallStatus
+from mcp_rl.task import Task
 from mcp_rl.trajectory import ToolCallRecord, Trajectory
 from scenario_gen.io import save_tasks
-from scenario_gen.task import Task
 from tests.judge_fakes import FakeScriptedJudge
 
 pytestmark = pytest.mark.timeout(300)

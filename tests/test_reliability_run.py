@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from conftest import INVENTORY, REPO
+from mcp_rl.task import Task
 from scenario_gen.io import save_tasks
-from scenario_gen.task import Task
 
 pytestmark = pytest.mark.timeout(600)
 

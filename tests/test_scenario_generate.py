@@ -165,7 +165,7 @@ def test_a_generated_set_holds_out_a_test_split_that_shares_no_call_or_entity():
 
     from rich.console import Console
 
-    from scenario_gen.report import render
+    from scenario_gen.gen_report import render
     from scenario_gen.split import leaks
 
     cfg = GenerateConfig(n=16, seed=3, val_fraction=0.25, test_fraction=0.3)

@@ -11,12 +11,12 @@ import pytest
 from test_scenario_generate import FakeTaskWriter
 
 from conftest import INVENTORY
-from judges.prompts import VERDICT_SYSTEM
+from judges.judge_prompts import VERDICT_SYSTEM
 from mcp_rl.models.base import Completion
 from mcp_rl.rollout.pool import SessionPool
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
+from mcp_rl.solvability import check_solvability
 from scenario_gen import GenerateConfig, Task, apply_rule, generate_tasks
-from scenario_gen.solvability import check_solvability
 
 
 class FakeSolver:

@@ -9,16 +9,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from mcp_rl.answer_rule import apply_rule, result_json
 from mcp_rl.servers.tools import ToolSpec
+from mcp_rl.task import AnswerRule, ReferenceCall, Task
 from scenario_gen.argsynth import param_candidates, schema_errors, synthesize
 from scenario_gen.dedup import NgramSimilarity, default_similarity, minilm_zip, near_duplicates
-from scenario_gen.facts import apply_rule, extract_facts
+from scenario_gen.facts import extract_facts
 from scenario_gen.grounded import gives_answer_away, mentions_ok, value_variants
 from scenario_gen.language import detect_language, matches_language
 from scenario_gen.split import split_tasks
-from scenario_gen.task import AnswerRule, ReferenceCall, Task
 from scenario_gen.validate import check_task, leaked_names, strip_tool_mentions
-from scenario_gen.values import ValuePool, result_json
+from scenario_gen.values import ValuePool
 
 # --- answers read from results --------------------------------------------------------------
 

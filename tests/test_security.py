@@ -19,8 +19,8 @@ import pytest
 from conftest import FAULTY, INVENTORY, REPO
 from mcp_rl.rollout import RolloutConfig, SessionPool, run_group
 from mcp_rl.servers import CallStatus, ServerSpec, ToolPolicy
+from mcp_rl.task import Task
 from scenario_gen.io import save_tasks
-from scenario_gen.task import Task
 from tests.rollout_fakes import FakeScriptedModel
 
 pytestmark = pytest.mark.timeout(400)

@@ -26,7 +26,7 @@ import torch
 from mcp_rl.errors import McpRlError
 from mcp_rl.models.base import Completion
 from mcp_rl.models.registry import close_models, load_model
-from mcp_rl.prompts import ANSWER_CONVENTION, system_prompt
+from mcp_rl.policy_prompt import ANSWER_CONVENTION, system_prompt
 from mcp_rl.rundir import RunDir, RunState
 from mcp_rl.serve.completions import ServedModel
 from mcp_rl.serve.openai_types import ChatRequest

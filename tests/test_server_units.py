@@ -9,7 +9,7 @@ import pytest
 
 from mcp_rl.errors import ConfigError
 from mcp_rl.servers import CallStatus, ServerSpec, ToolAnnotations, ToolPolicy, ToolSpec
-from mcp_rl.servers.render import cut, normalize_call_result
+from mcp_rl.servers.result_text import cut, normalize_call_result
 from mcp_rl.servers.schema import schema_problem, to_openai_parameters, validate_arguments
 
 NESTED = {

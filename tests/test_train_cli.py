@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import INVENTORY, REPO
+from mcp_rl.task import Task
 from scenario_gen.io import save_tasks
-from scenario_gen.task import Task
 
 SECRET = "sk-planted-secret-0123456789"
 
@@ -215,8 +215,8 @@ def test_evaluation_grades_state_dependent_tasks_against_the_server_as_it_is_now
     # A val task whose answer moves with the server's state carries a reference that no longer holds
     # (999, where the live server says 6): evaluation must re-run its reference call and grade against 6.
     # Before this test, only training steps refreshed references, so such val tasks always failed.
+    from mcp_rl.task import AnswerRule, ReferenceCall
     from mcp_rl.trajectory import load_trajectories
-    from scenario_gen.task import AnswerRule, ReferenceCall
 
     stale = Task(
         id="v-state", text="How many Basecamp 6P Cabin Tents are in stock?", source="grounded", split="val",

@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
+from mcp_rl.task import Provenance, ReferenceCall, Task
 from mcp_rl.trajectory import ToolCallRecord, Trajectory, save_trajectories
-from scenario_gen.task import Provenance, ReferenceCall, Task
 
 HERE = Path(__file__).parent
 SYSTEM = (

@@ -17,7 +17,7 @@ from mcp_rl.errors import ConfigError, ModelError
 from mcp_rl.models import close_models
 from mcp_rl.models.defaults import DEFAULT_WRITER_MODEL
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
-from scenario_gen.pipeline import EXPLORE_RESULT_BUDGET
+from scenario_gen.generate import EXPLORE_RESULT_BUDGET
 
 
 def _load(name: str, what: str) -> Any:
@@ -59,7 +59,7 @@ async def _run(
     solvability = None
     if checker is not None:
         from mcp_rl.rollout.pool import SessionPool
-        from scenario_gen.solvability import check_solvability
+        from mcp_rl.solvability import check_solvability
 
         async def solvability(tasks: list[Any]) -> list[Any]:
             async with SessionPool(spec, policy, size=2) as pool:
@@ -143,8 +143,8 @@ def generate_command(
     """Write a validated, split task set for a server: tasks an LLM writes from the tools, and grounded
     tasks whose reference answers come from real calls (re-run to check them)."""
     from scenario_gen import GenerateConfig, save_tasks
+    from scenario_gen.gen_report import render
     from scenario_gen.io import detect_format
-    from scenario_gen.report import render
 
     spec, policy = servers.spec(), servers.policy()
     detect_format(output)  # a bad output name fails now, not after minutes of generation

@@ -21,7 +21,7 @@ def report_command(
 ) -> None:
     """Write an HTML report: success on val with its interval, reward, valid calls, tool errors,
     per-tool error rates, time per phase, and example trajectories before and after."""
-    from mcp_rl.report import write_report
+    from mcp_rl.html_report import write_report
 
     check_output(out, "--out")
     path = write_report(run_dir, out)

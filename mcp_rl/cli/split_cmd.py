@@ -17,7 +17,7 @@ from mcp_rl.cli.options import TestFractionOpt, ValFractionOpt, check_fractions
 from mcp_rl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from scenario_gen.task import Task
+    from mcp_rl.task import Task
 
 
 def _not_empty(path: Path) -> bool:

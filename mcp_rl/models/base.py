@@ -7,6 +7,9 @@ trainer can compute policy-gradient losses on exactly what was sampled; API back
 
 from __future__ import annotations
 
+import os
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -78,3 +81,41 @@ class TokenModel(ChatModel, Protocol):
     async def generate(self, prompt_ids: list[int], n: int, sampling: SamplingParams) -> list[Completion]:
         """Sample n completions of a prompt given as ids. Concurrent calls are batched together."""
         ...
+
+
+@runtime_checkable
+class GenerationEngine(Protocol):
+    """What a token backend hands its sampling to: the continuous-batching engine
+    (`hf_batch_engine.BatchEngine`, the fast path) or the plain-`generate` fallback
+    (`hf_generate_fallback.GenerateEngine`). `submit` returns a future of the completions and a
+    handle for `cancel`."""
+
+    def submit(self, prompt: list[int], n: int, sampling: SamplingParams) -> tuple[Any, Any]: ...
+
+    def cancel(self, req: Any) -> None: ...
+
+    def clear_cache(self) -> None:
+        """Forget cached prefixes (after the weights changed)."""
+        ...
+
+    def close(self, wait: bool = True) -> None: ...
+
+
+@runtime_checkable
+class TrainablePolicy(TokenModel, Protocol):
+    """A TokenModel the trainer can put a LoRA on, switch off, save and restore (the transformers
+    backend is one). `model` is the (PEFT-wrapped) torch module GRPO differentiates."""
+
+    model: Any
+
+    def attach_lora(
+        self, r: int = 16, alpha: int = 32, target_modules: str | list[str] = "all-linear", dropout: float = 0.0
+    ) -> None: ...
+
+    def adapter_disabled(self) -> AbstractContextManager[None]:
+        """The base model, adapter off, inside the block."""
+        ...
+
+    def save_adapter(self, directory: str | os.PathLike[str]) -> Path: ...
+
+    def load_adapter(self, directory: str | os.PathLike[str]) -> None: ...

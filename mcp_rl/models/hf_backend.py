@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from mcp_rl.errors import ModelError
-from mcp_rl.models.base import Completion, Message, SamplingParams
+from mcp_rl.models.base import Completion, GenerationEngine, Message, SamplingParams
 from mcp_rl.models.hardware import best_dtype, configure_threads, default_device
 from mcp_rl.models.hf_fast_decoder import FastDecoder, unsupported_reason, unwrap
 
@@ -104,7 +104,7 @@ class TransformersModel:
         if self.fast:  # the KV cache must fit in memory for every slot at once
             self.max_context = kv_context_limit(model, max_batch, self.max_context)
         self._lock = threading.RLock()
-        self._engine: Any = None
+        self._engine: GenerationEngine | None = None
         self._epoch = 0
         self._adapter_counter = 0
         self._lora_params: list[torch.nn.Parameter] = []
@@ -215,7 +215,7 @@ class TransformersModel:
         return self.decode(token_ids)
 
     # ---- generation -------------------------------------------------------------------------
-    def _get_engine(self) -> Any:
+    def _get_engine(self) -> GenerationEngine:
         engine = self._engine
         if (
             engine is not None

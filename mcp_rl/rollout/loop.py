@@ -3,7 +3,7 @@ of episodes run concurrently.
 
 An episode: system prompt + task; then turns (`turn.Agent`: generate -> parse -> run calls -> feed
 results back as `tool` messages), until a message with no tool call (the final answer, see
-`mcp_rl.prompts`), the turn limit, or the context budget. Each episode keeps its own token trace
+`mcp_rl.policy_prompt`), the turn limit, or the context budget. Each episode keeps its own token trace
 (`tokens.TokenTrace`); concurrent episodes call `model.generate` at the same time and the model
 batches them. No global state: everything an episode needs comes in as arguments.
 """
@@ -22,12 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_rl.errors import ServerError
 from mcp_rl.models.base import ChatModel, Message, SamplingParams, TokenModel
-from mcp_rl.prompts import opening_messages
+from mcp_rl.policy_prompt import opening_messages
 from mcp_rl.rollout.pool import PooledSession, SessionPool
 from mcp_rl.rollout.tokens import TokenTrace
 from mcp_rl.rollout.turn import Agent
+from mcp_rl.task import Task
 from mcp_rl.trajectory import EpisodeEnd, ToolCallRecord, Trajectory
-from scenario_gen.task import Task
 
 Probe = Callable[[Task, PooledSession], Awaitable[Any]]
 """Something run on an episode's own session right after the episode (see `run_group`)."""

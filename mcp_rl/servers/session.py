@@ -26,7 +26,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_rl.errors import ServerCrashed, ServerStartError, ServerTimeout
 from mcp_rl.servers.errlog import server_errlog
 from mcp_rl.servers.policy import ToolPolicy
-from mcp_rl.servers.render import cut, normalize_call_result
+from mcp_rl.servers.result_text import cut, normalize_call_result
 from mcp_rl.servers.results import CallStatus, ToolResult
 from mcp_rl.servers.schema import schema_problem, to_openai_parameters, validate_arguments
 from mcp_rl.servers.spec import ServerSpec

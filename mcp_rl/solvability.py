@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_rl.models.base import ChatModel
+from mcp_rl.task import Task
 from scenario_gen.grounded import verify
-from scenario_gen.task import Task
 
 
 async def _solve_rates(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,9 +19,9 @@ from judges.regrade import graded_reference
 from judges.reward import RewardConfig, apply_reward
 from judges.ruler import GroupScore, Ruler
 from judges.success import has_reference
+from mcp_rl.task import Task
 from mcp_rl.trajectory import Trajectory
 from mcp_rl.usage import Usage
-from scenario_gen.task import Task
 
 log = logging.getLogger("mcp_rl.judges")
 
@@ -42,7 +43,7 @@ def group_trajectories(trajs: list[Trajectory]) -> dict[str, list[Trajectory]]:
     """By `group_id`, else by `task_id`, in first-seen order."""
     groups: dict[str, list[Trajectory]] = {}
     for t in trajs:
-        groups.setdefault(t.group_id or t.task_id, []).append(t)
+        groups.setdefault(t.group_key, []).append(t)
     return groups
 
 
@@ -104,3 +105,31 @@ async def judge_trajectories(
             if gs is not None and not gs.scored:
                 t.metadata["judge_unscored"] = gs.reason
     return report
+
+
+@dataclass
+class Scorer:
+    """What turns a step's episodes into rewards, assembled once (what verifiers calls a rubric): the
+    RULER judge (None: the checks alone), the reward's weights and gates over the check components
+    (`judges.checks`), and whether groups with a reference answer go to the judge too."""
+
+    ruler: Ruler | None = None
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    judge_grounded: bool = False
+
+    def asks_judge(self, task: Task | None) -> bool:
+        """Whether a group of this task goes to the judge."""
+        return self.ruler is not None and (self.judge_grounded or not has_reference(task))
+
+    async def score(
+        self,
+        trajs: list[Trajectory],
+        tasks: Mapping[str, Task],
+        tools: list[Any] | None = None,
+        references: Mapping[str, list[str | None]] | None = None,
+        on_group: Callable[[GroupScore], None] | None = None,
+    ) -> JudgeReport:
+        """Rewards and components on every trajectory; see `judge_trajectories`."""
+        return await judge_trajectories(
+            trajs, tasks, self.ruler, self.reward, tools, references, on_group, self.judge_grounded
+        )

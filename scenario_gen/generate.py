@@ -21,19 +21,19 @@ from pydantic import BaseModel, Field, model_validator
 
 from mcp_rl.models.base import ChatModel
 from mcp_rl.structured import ask_items
-from scenario_gen import prompts
+from mcp_rl.task import Provenance, Task
+from scenario_gen import writer_prompts
 from scenario_gen.dedup import Similarity, default_similarity
 from scenario_gen.explorer import ExplorableSession, Explorer
+from scenario_gen.gen_report import GenReport, count_problems
 from scenario_gen.grounded import GroundedWriter, verify
-from scenario_gen.report import GenReport, count_problems
 from scenario_gen.split import split_report, split_tasks
-from scenario_gen.task import Provenance, Task
 from scenario_gen.validate import Verdict, check_task, drop_near_duplicates, leaked_names, strip_tool_mentions
 from scenario_gen.writer import TaskWriter, WrittenItem, task_id
 
 ProgressFn = Callable[[str, GenReport], None]
 SolvabilityFn = Callable[[list[Task]], Awaitable[list[Task]]]
-"""Takes the kept tasks, returns those to keep (with `notes` marks); see `scenario_gen.solvability`."""
+"""Takes the kept tasks, returns those to keep (with `notes` marks); see `mcp_rl.solvability`."""
 
 
 # Large enough that exploration reads whole results: a cut JSON result yields no facts.
@@ -211,7 +211,7 @@ class _Run:
         if leaked_names(text, self.tool_names):
             got = await ask_items(
                 self.model,
-                prompts.rewrite_without_names(text, names, self.cfg.language),
+                writer_prompts.rewrite_without_names(text, names, self.cfg.language),
                 WrittenItem,
                 attempts=2,
             )

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from mcp_rl.task import Task
 from scenario_gen.explorer import ExploreStats
 from scenario_gen.split import SplitReport
-from scenario_gen.task import Task
 
 
 class GenReport(BaseModel):
