@@ -175,3 +175,4 @@ def improvement(
     if gain >= need and gain > (b + c) ** 0.5:
         return True, f"+{gain:g} tasks (solved {c:g} more, lost {b:g})"
     return False, f"{gain:+g} tasks (solved {c:g} more, lost {b:g}; needs +{need:g} and > sqrt({b + c:g}))"
+

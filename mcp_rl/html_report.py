@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_rl.errors import RunDirError
+from mcp_rl.figures import pct, rate_text
 from mcp_rl.rundir import RunDir
 from mcp_rl.svgplot import bar_chart, line_chart
 from mcp_rl.trajectory import Trajectory, load_trajectories
@@ -23,16 +24,6 @@ padding:8px;margin:8px 0;font-size:12px} .msg{white-space:pre-wrap;margin:4px 0;
 """
 
 
-def _pct(v: Any) -> str:
-    return "-" if v is None else f"{v:.0%}"
-
-
-def _rate(m: dict[str, Any], prefix: str = "success") -> str:
-    if m.get(prefix) is None:
-        return "not measured"
-    return f"{_pct(m[prefix])} [{_pct(m[prefix + '_low'])}, {_pct(m[prefix + '_high'])}] n={m[prefix + '_n']}"
-
-
 def _summary_table(rows_in: list[tuple[str, dict[str, Any] | None]]) -> str:
     """Checked success (the headline) and judged success (apart), with the call figures."""
     rows = []
@@ -40,9 +31,9 @@ def _summary_table(rows_in: list[tuple[str, dict[str, Any] | None]]) -> str:
         if not m:
             continue
         rows.append(
-            f"<tr><td>{escape(label)} (step {m['step']})</td><td>{_rate(m)}</td><td>{_rate(m, 'judged')}</td>"
-            f"<td>{_pct(m.get('pasted_rate'))}</td><td>{_pct(m.get('valid_call_rate'))}</td>"
-            f"<td>{_pct(m.get('tool_error_rate'))}</td><td>{m['mean_turns']:.2f}</td></tr>"
+            f"<tr><td>{escape(label)} (step {m['step']})</td><td>{rate_text(m)}</td><td>{rate_text(m, 'judged')}</td>"
+            f"<td>{pct(m.get('pasted_rate'))}</td><td>{pct(m.get('valid_call_rate'))}</td>"
+            f"<td>{pct(m.get('tool_error_rate'))}</td><td>{m['mean_turns']:.2f}</td></tr>"
         )
     head = (
         "<tr><th></th><th>checked success [95% CI]</th><th>judged success [95% CI]</th><th>pasted</th>"

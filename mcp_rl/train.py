@@ -23,7 +23,15 @@ import torch
 
 from judges import JudgeCache, JudgeConfig, Ruler, Scorer, load_rubric
 from mcp_rl.errors import ConfigError, TaskError
-from mcp_rl.evaluate import decide_all, decision_figure, improvement, reference_probe, score, summarize
+from mcp_rl.evaluate import (
+    decide_all,
+    decision_figure,
+    improvement,
+    rate_text,
+    reference_probe,
+    score,
+    summarize,
+)
 from mcp_rl.faults import fault_point
 from mcp_rl.grpo import grpo_step, make_optimizer
 from mcp_rl.models import close_models, load_model
@@ -405,15 +413,6 @@ def _fmt(v: Any, pct: bool = False) -> str:
     if v is None:
         return "-"
     return f"{v:.0%}" if pct else (f"{v:.3f}" if isinstance(v, float) else str(v))
-
-
-def rate_text(m: dict[str, Any], prefix: str = "success") -> str:
-    """ "42% [25%, 61%] (n=24 tasks)", or "not measured" when no task had that kind of grading."""
-    if m.get(prefix) is None:
-        return "not measured"
-    return (
-        f"{m[prefix]:.0%} [{m[prefix + '_low']:.0%}, {m[prefix + '_high']:.0%}] (n={m[prefix + '_n']})"
-    )
 
 
 def _line(m: dict[str, Any]) -> str:

@@ -13,9 +13,9 @@ import pytest
 from judges.regrade import episode_references, reference_from_episode
 from judges.success import checked_success, judged_success, success_rate, task_success
 from mcp_rl.evaluate import decide_all, improvement, summarize
+from mcp_rl.figures import rate_text
 from mcp_rl.servers.results import CallStatus
 from mcp_rl.task import AnswerRule, ReferenceCall, Task
-from mcp_rl.train import rate_text
 from mcp_rl.train_config import TrainConfig
 from mcp_rl.trajectory import ToolCallRecord, Trajectory
 from scenario_gen.io import load_tasks

@@ -36,13 +36,8 @@ def _resumed_spec(saved: dict[str, Any], given: ServerSpec | None, connection: d
     return given.model_copy(update={"connection": old.connection}).with_connection(**connection)
 
 
-def _pct(m: dict[str, Any] | None, key: str) -> str:
-    v = None if m is None else m.get(key)
-    return "-" if v is None else f"{v:.0%}"
-
-
 def _report(result: dict[str, Any]) -> None:
-    from mcp_rl.train import rate_text
+    from mcp_rl.figures import pct, rate_text
 
     state = result["state"]
     rows = [
@@ -63,9 +58,9 @@ def _report(result: dict[str, Any]) -> None:
             label,
             rate_text(m),
             rate_text(m, "judged"),
-            _pct(m, "pasted_rate"),
-            _pct(m, "valid_call_rate"),
-            _pct(m, "tool_error_rate"),
+            pct(m.get("pasted_rate")),
+            pct(m.get("valid_call_rate")),
+            pct(m.get("tool_error_rate")),
             f"{m['mean_turns']:.2f}",
         )
     console.print(table)

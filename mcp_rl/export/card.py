@@ -16,6 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
 
+from mcp_rl.figures import pct, rate_text
+
 _RESULT_KEYS = (
     "step", "episodes", "success", "success_low", "success_high", "success_n",
     "judged", "judged_low", "judged_high", "judged_n", "pasted_rate",
@@ -148,16 +150,6 @@ def modelfile(info: ExportInfo, stop: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _pct(v: Any) -> str:
-    return "-" if v is None else f"{v:.0%}"
-
-
-def _rate(m: dict[str, Any], prefix: str = "success") -> str:
-    if m.get(prefix) is None:
-        return "not measured"
-    return f"{_pct(m[prefix])} [{_pct(m[prefix + '_low'])}, {_pct(m[prefix + '_high'])}] (n={m[prefix + '_n']})"
-
-
 def _test_rows(results: dict[str, Any]) -> list[str]:
     """The run's reported figure: the test split, run once on the base and once on val's best."""
     base, best = results.get("test_base"), results.get("test_best")
@@ -169,9 +161,9 @@ def _test_rows(results: dict[str, Any]) -> list[str]:
         "",
         "| test tasks | base model | best checkpoint |",
         "|---|---|---|",
-        f"| checked success [95% interval] | {_rate(base)} | {_rate(best)} |",
-        f"| judged success (tasks without a reference) | {_rate(base, 'judged')} | {_rate(best, 'judged')} |",
-        f"| pasted answers | {_pct(base.get('pasted_rate'))} | {_pct(best.get('pasted_rate'))} |",
+        f"| checked success [95% interval] | {rate_text(base)} | {rate_text(best)} |",
+        f"| judged success (tasks without a reference) | {rate_text(base, 'judged')} | {rate_text(best, 'judged')} |",
+        f"| pasted answers | {pct(base.get('pasted_rate'))} | {pct(best.get('pasted_rate'))} |",
         "",
         "On val:",
         "",
@@ -195,10 +187,10 @@ def _result_rows(results: dict[str, Any], step: int | None) -> list[str]:
     rows += [
         "| val tasks | " + " | ".join(n for n, _ in cols) + " |",
         "|---" * (len(cols) + 1) + "|",
-        "| checked success [95% interval] | " + " | ".join(_rate(m) for _, m in cols) + " |",
-        "| valid-call rate | " + " | ".join(_pct(m["valid_call_rate"]) for _, m in cols) + " |",
-        "| tool-error rate | " + " | ".join(_pct(m["tool_error_rate"]) for _, m in cols) + " |",
-        "| answered | " + " | ".join(_pct(m["answered_rate"]) for _, m in cols) + " |",
+        "| checked success [95% interval] | " + " | ".join(rate_text(m) for _, m in cols) + " |",
+        "| valid-call rate | " + " | ".join(pct(m["valid_call_rate"]) for _, m in cols) + " |",
+        "| tool-error rate | " + " | ".join(pct(m["tool_error_rate"]) for _, m in cols) + " |",
+        "| answered | " + " | ".join(pct(m["answered_rate"]) for _, m in cols) + " |",
         "| mean turns | "
         + " | ".join("-" if m["mean_turns"] is None else f"{m['mean_turns']:.1f}" for _, m in cols)
         + " |",
