@@ -27,12 +27,12 @@ from mcp_rl.evaluate import (
     decide_all,
     decision_figure,
     improvement,
-    rate_text,
     reference_probe,
     score,
     summarize,
 )
 from mcp_rl.faults import fault_point
+from mcp_rl.figures import rate_text
 from mcp_rl.grpo import grpo_step, make_optimizer
 from mcp_rl.models import close_models, load_model
 from mcp_rl.models.base import ChatModel, TrainablePolicy
