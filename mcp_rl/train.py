@@ -424,6 +424,8 @@ def _line(m: dict[str, Any]) -> str:
             f"unscored {m.get('unscored_groups', 0)}  "
             f"rollout {m['rollout_s']:.0f}s judge {m['judge_s']:.0f}s train {m['train_s']:.0f}s"
         )
+    if m["kind"] == "test_eval" and m.get("same_as_base"):
+        return f"test best  = test base: val found no checkpoint better than the base ({rate_text(m)})"
     if m["kind"] == "test_eval":
         label = f"test {m.get('model', '')}"
     else:
