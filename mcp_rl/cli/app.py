@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+from mcp_rl.errors import ModelError
 
 app = typer.Typer(
     name="mcp-rl",
@@ -37,3 +42,18 @@ SERVER_HELP = (
 def _root() -> None:
     """mcp-rl: reads an MCP server's tools, writes tasks, lets a model work them against the live
     server, scores attempts with RULER and trains a LoRA with GRPO until tool-use success plateaus."""
+
+
+def load_helper_model(name: str, what: str, max_batch: int) -> Any:
+    """A model by name (built-in, path or API name) for a command, with a status line while it
+    loads and its load time after. `max_batch`: KV-cache slots (the cache is per slot: a judge or a
+    writer runs a few calls at a time and needs few)."""
+    try:
+        from mcp_rl.models.registry import load_model
+    except ImportError as e:
+        raise ModelError(f"cannot load the {what}: model loading is not available in this build ({e})") from None
+    t0 = time.monotonic()
+    with err_console.status(f"loading {what} {name} ..."):
+        model = load_model(name, max_batch=max_batch)
+    err_console.print(f"[dim]{what} {name} ready in {time.monotonic() - t0:.1f} s[/]")
+    return model

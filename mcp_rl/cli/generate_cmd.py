@@ -10,10 +10,10 @@ from typing import Annotated, Any
 import anyio
 import typer
 
-from mcp_rl.cli.app import app, console, err_console
+from mcp_rl.cli.app import app, console, err_console, load_helper_model
 from mcp_rl.cli.from_config import config_options
 from mcp_rl.cli.options import ServerOptions, TestFractionOpt, ValFractionOpt, check_fractions, check_output
-from mcp_rl.errors import ConfigError, ModelError
+from mcp_rl.errors import ConfigError
 from mcp_rl.models import close_models
 from mcp_rl.models.defaults import DEFAULT_WRITER_MODEL
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
@@ -21,17 +21,7 @@ from scenario_gen.generate import EXPLORE_RESULT_BUDGET
 
 
 def _load(name: str, what: str) -> Any:
-    try:
-        from mcp_rl.models import load_model  # type: ignore[attr-defined]
-    except ImportError as e:
-        raise ModelError(
-            f"cannot load the {what}: model loading is not available in this build ({e})"
-        ) from None
-    t0 = time.monotonic()
-    with err_console.status(f"loading {what} {name} ..."):
-        model = load_model(name, max_batch=8)  # few KV slots: the cache is per slot
-    err_console.print(f"[dim]{what} {name} ready in {time.monotonic() - t0:.1f} s[/]")
-    return model
+    return load_helper_model(name, what, max_batch=8)
 
 
 def _progress_line(msg: str, report: Any) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,9 +10,9 @@ import anyio
 import typer
 from rich.table import Table
 
-from mcp_rl.cli.app import app, console, err_console
+from mcp_rl.cli.app import app, console, err_console, load_helper_model
 from mcp_rl.cli.options import check_output
-from mcp_rl.errors import ConfigError, McpRlError, ModelError
+from mcp_rl.errors import ConfigError, McpRlError
 from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL
 
 
@@ -65,17 +64,7 @@ def _load_tools(path: Path | None, trajs: list[Any]) -> list[dict[str, Any]] | N
 
 def load_judge(name: str) -> Any:
     """The judge model by name (a built-in local model, a path, or an API model)."""
-    try:
-        from mcp_rl.models.registry import load_model
-    except ImportError as e:
-        raise ModelError(
-            f"cannot load the judge: model loading is not available in this build ({e})"
-        ) from None
-    t0 = time.monotonic()
-    with err_console.status(f"loading judge {name} ..."):
-        model = load_model(name, max_batch=4)  # a judge runs a few calls at a time: few KV slots
-    err_console.print(f"[dim]judge {name} ready in {time.monotonic() - t0:.1f} s[/]")
-    return model
+    return load_helper_model(name, "judge", max_batch=4)  # a judge runs a few calls at a time
 
 
 def _fmt(x: float | None) -> str:
