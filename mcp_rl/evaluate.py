@@ -11,7 +11,7 @@ import anyio
 
 from judges import JudgeCache, Scorer, refresh_reference
 from judges.regrade import episode_references
-from judges.success import SuccessRate, decide_success, task_success
+from judges.success import SuccessRate, decide_success, has_reference, task_success
 from mcp_rl.models.base import ChatModel
 from mcp_rl.rollout import PooledSession
 from mcp_rl.servers import CallStatus
@@ -75,7 +75,7 @@ async def decide_all(
         task = tasks.get(t.task_id)
         async with limiter:
             s = await decide_success(t, task, judge, references=refs[t.id], cache=cache)
-        grounded = bool(task is not None and task.reference_answer and task.reference_answer.strip())
+        grounded = has_reference(task)
         t.metadata["checked"] = s.success if grounded else None
         t.metadata["judged"] = None if grounded else s.success
         t.metadata["success"] = s.success

@@ -13,6 +13,7 @@ crash or kill -9 without losing a completed step.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable
@@ -201,10 +202,7 @@ class Trainer:
         t0 = time.monotonic()
         n, temp = self.cfg.eval_samples, self.cfg.eval_temperature
         label = ("base " if step == 0 else "") + ("eval" if split == "val" else "test")
-        if step == 0:
-            with self.policy.adapter_disabled():
-                trajs = await self.episodes(pool, tasks, n, step, temp, phase=label)
-        else:
+        with self.policy.adapter_disabled() if step == 0 else contextlib.nullcontext():
             trajs = await self.episodes(pool, tasks, n, step, temp, phase=label)
         await decide_all(trajs, {t.id: t for t in tasks}, self.success_judge, self.cache)
         if split == "val":
@@ -344,8 +342,7 @@ class Trainer:
         chose the base itself, its one test run is the best's too (greedy: it would repeat itself)."""
         step = (state.best_step or 0) if best else 0
         if best and step == 0:
-            base = next(m for m in self.run.read_metrics() if m.get("kind") == "test_eval")
-            ev = {**base, "model": "best", "same_as_base": True}
+            ev = {**self._metric("test_eval", model="base"), "model": "best", "same_as_base": True}
         else:
             if best:
                 self.policy.load_adapter(self.run.checkpoint(step))
@@ -353,13 +350,7 @@ class Trainer:
         self._record(ev)
         self.say(_line(ev))
         if best:
-            val = next(m for m in self.run.read_metrics() if m.get("kind") in ("eval", "base_eval") and m["step"] == step)
-            base = next(m for m in self.run.read_metrics() if m.get("kind") == "test_eval")
-            checkpoint = str(self.run.checkpoint(step)) if step else None
-            self.run.write_json(
-                self.run.best_file,
-                {"step": step, "checkpoint": checkpoint, "test": ev, "test_base": base, "val": val},
-            )
+            self._write_best(self._val_eval(step), test=ev, test_base=self._metric("test_eval", model="base"))
         state = state.model_copy(update={"test_best_done" if best else "test_base_done": True})
         self.run.commit(state)
         return state
@@ -368,20 +359,27 @@ class Trainer:
         self.policy.save_adapter(directory)
         torch.save(optimizer.state_dict(), directory / "optimizer.pt")
 
-    def _write_best(self, ev: dict[str, Any]) -> None:
-        checkpoint = str(self.run.checkpoint(ev["step"])) if ev["step"] else None
-        self.run.write_json(self.run.best_file, {"step": ev["step"], "checkpoint": checkpoint, "val": ev})
+    def _metric(self, kind: str, step: int | None = None, model: str | None = None) -> dict[str, Any]:
+        """The committed metrics record of that kind (at that step, of that model)."""
+        return next(
+            m for m in self.run.read_metrics()
+            if m.get("kind") == kind and (step is None or m["step"] == step) and m.get("model") == model
+        )  # fmt: skip
+
+    def _val_eval(self, step: int) -> dict[str, Any]:
+        return self._metric("base_eval" if step == 0 else "eval", step)
+
+    def _write_best(self, val: dict[str, Any], **test: Any) -> None:
+        """best.json: the checkpoint val chose, its val figures, and (at the end) base vs best on test."""
+        step = val["step"]
+        checkpoint = str(self.run.checkpoint(step)) if step else None
+        self.run.write_json(self.run.best_file, {"step": step, "checkpoint": checkpoint, "val": val, **test})
 
     def _track_best(self, state: RunState, ev: dict[str, Any]) -> RunState:
         """Is this evaluation a new best on val? Judged on the same figure the base was (checked
         success where measured), by `evaluate.improvement`'s rule."""
         which, _, scores = decision_figure(ev)
-        best_ev = next(
-            (m for m in self.run.read_metrics()
-             if m.get("kind") in ("eval", "base_eval") and m["step"] == (state.best_step or 0)),
-            None,
-        )  # fmt: skip
-        best_scores = decision_figure(best_ev)[2] if best_ev is not None else {}
+        best_scores = decision_figure(self._val_eval(state.best_step or 0))[2]
         better, why = improvement(scores, best_scores, self.cfg.min_improvement)
         self.say(f"  val {which} success vs best (step {state.best_step or 0}): {why}")
         if better:
