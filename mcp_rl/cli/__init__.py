@@ -12,6 +12,7 @@ from mcp_rl.cli import inspect_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import judge_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import generate_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import split_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import recheck_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import rollout_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import train_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import report_cmd  # noqa: F401  isort: skip
