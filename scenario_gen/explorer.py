@@ -5,15 +5,16 @@ tools that need ids and names the first results revealed, then LLM-proposed argu
 still never succeeded. Each step remembers which earlier steps supplied its argument values, so a
 chain (search -> get by id) can be replayed as a grounded task's reference calls.
 
-Safety: read-only tools are explored freely. Tools that write are explored only when the user
-allowed destructive tools and the server can be reset; the server is reset before and after each
-write so no later result depends on it. A crash, timeout or error costs a step, never the run.
+Safety: exploration sees only the tools the training policy allows, and uses the same class of
+each (`mcp_rl.servers.classify`). Reads (lookups, computations) are explored freely. Writes are
+explored only on a server that can be reset (a reset command, or a stdio server with
+--allow-destructive); the server is reset before and after each write so no later result depends
+on it. Irreversible tools are never explored. A crash, timeout or error costs a step, never the run.
 """
 
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,15 +25,12 @@ from pydantic import BaseModel, RootModel, model_validator
 from mcp_rl.answer_rule import result_json
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.results import CallStatus, ToolResult
+from mcp_rl.servers.tool_class import classify
 from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
 from scenario_gen import writer_prompts
 from scenario_gen.argsynth import ArgProposal, schema_errors, synthesize
 from scenario_gen.values import ValuePool
-
-_READ_NAME = re.compile(
-    r"^(get|list|search|find|read|query|describe|count|show|lookup|fetch|view|check)[_\-A-Z]"
-)
 
 
 class ExplorableSession(Protocol):
@@ -72,6 +70,9 @@ class ExploreStats(BaseModel):
     llm_proposals: int = 0
     llm_proposals_used: int = 0
     skipped_tools: dict[str, str] = {}
+    """Tool -> why it was not explored (its class, or what went wrong on it)."""
+    explored_tools: dict[str, str] = {}
+    """Tool -> why it may be explored (its class's reason)."""
     aborted: str | None = None
     """Why exploration stopped early (the server could not be restarted), if it did."""
 
@@ -110,18 +111,6 @@ class _Args(RootModel[dict[str, Any]]):
         return v
 
 
-def explorable(tool: ToolSpec) -> bool | None:
-    """True: reads only. False: writes. None: no annotation; guessed from the name by the caller."""
-    a = tool.annotations
-    if a.read_only is True:
-        return True
-    if a.read_only is False:
-        return False
-    if a.destructive is None and _READ_NAME.match(tool.name):
-        return True
-    return None
-
-
 class Explorer:
     def __init__(
         self,
@@ -150,24 +139,34 @@ class Explorer:
         self._failures: Counter[str] = Counter()
 
     def _resettable(self) -> bool:
+        """A reset command restores any server; restarting a stdio server only forgets what it
+        held in memory, so that counts only with the user's --allow-destructive."""
         spec = self.session.spec
-        return getattr(spec, "transport", "") == "stdio" or bool(getattr(spec, "reset_command", None))
+        if getattr(spec, "reset_command", None):
+            return True
+        return self.allow_destructive and getattr(spec, "transport", "") == "stdio"
 
     def _plan(self) -> tuple[list[ToolSpec], list[ToolSpec]]:
         reads, writes = [], []
+        st = self.stats
+        # tools the training policy excluded are never in session.tools; say why they are not explored
+        for name, why in (getattr(self.session, "excluded", None) or {}).items():
+            st.skipped_tools[name] = f"excluded from training: {why}"
         for t in self.session.tools:
-            kind = explorable(t)
-            if kind:
+            cls = classify(t)
+            if cls.kind == "read":
                 reads.append(t)
-            elif not self.allow_destructive:
-                why = "may change state (no read-only annotation); pass --allow-destructive to explore it"
-                self.stats.skipped_tools[t.name] = why
+                st.explored_tools[t.name] = cls.reason
+            elif cls.kind == "irreversible":
+                st.skipped_tools[t.name] = f"never explored, irreversible: {cls.reason}"
             elif not self._resettable():
-                self.stats.skipped_tools[t.name] = (
-                    "writes, and the server cannot be reset (give a reset command)"
-                )
+                how = "give a reset command"
+                if not self.allow_destructive:
+                    how += ", or --allow-destructive on stdio"
+                st.skipped_tools[t.name] = f"writes, and the server cannot be reset ({how}): {cls.reason}"
             else:
                 writes.append(t)
+                st.explored_tools[t.name] = f"{cls.reason}; the server is reset around each call"
         return reads, writes
 
     def _budget_left(self) -> bool:

@@ -139,7 +139,19 @@ def render(report: GenReport, console: Console) -> None:
         for reason, n in sorted(r.dropped.items(), key=lambda kv: -kv[1]):
             drops.add_row(reason, str(n), (r.drop_examples.get(reason) or [""])[0])
         console.print(drops)
-    if e.skipped_tools:
-        console.print("Not explored: " + "; ".join(f"{k} ({v})" for k, v in e.skipped_tools.items()))
+    if e.explored_tools or e.skipped_tools:
+        # what exploration called and what it left alone, each with the reason (the tool's class)
+        tools = Table(title="Exploration by tool")
+        tools.add_column("tool")
+        tools.add_column("explored")
+        tools.add_column("why")
+        for name, why in e.explored_tools.items():
+            if name not in e.skipped_tools:
+                tools.add_row(escape(name), "yes", escape(why))
+        for name, why in e.skipped_tools.items():
+            tools.add_row(
+                escape(name), "stopped" if name in e.explored_tools else "no", escape(why), style="yellow"
+            )
+        console.print(tools)
     for w in r.warnings:
         console.print(f"[yellow]warning:[/] {w}")

@@ -85,3 +85,15 @@ def test_inspect_bad_input_is_one_clear_message(args, message):
     assert r.returncode == 2
     assert message in r.stderr
     assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_inspect_shows_each_tools_class_and_why_and_warns_about_an_irreversible_tool_let_through():
+    r = mcp_rl("inspect", "--server", f"{sys.executable} -m examples.servers.stats_lab")
+    assert r.returncode == 0, r.stderr
+    assert "read: named like a computation (convert)" in r.stdout
+    assert "write: named like a write (save)" in r.stdout
+    assert "read: described by what it returns" in r.stdout  # `city`: a noun, and "Facts about one city"
+    r = mcp_rl("inspect", "--server", f"{FAULTY} --more-faults", "--allow-tools", "wipe_*")
+    assert r.returncode == 0, r.stderr
+    assert "irreversible: annotated destructive" in r.stdout and "used, irreversible" in r.stdout
+    assert "'wipe_all' is used though irreversible, because --allow-tools names it" in r.stderr

@@ -161,11 +161,15 @@ def test_policy():
     ]
     allowed, excluded = ToolPolicy().split(tools)
     assert [t.name for t in allowed] == ["get_item", "remove_note", "update_stock"]
-    assert "annotated destructive" in excluded["delete_item"] and "name suggests" in excluded["drop_table"]
+    assert "annotated destructive" in excluded["delete_item"] and "named 'drop'" in excluded["drop_table"]
     allowed, excluded = ToolPolicy(allow_destructive=True, deny=["update_*"]).split(tools)
-    assert "update_stock" in excluded and len(allowed) == 4
+    # an unannotated irreversible tool is not the server's word: --allow-destructive leaves it off
+    assert "update_stock" in excluded and "--allow-tools" in excluded["drop_table"]
+    assert [t.name for t in allowed] == ["get_item", "delete_item", "remove_note"]
     allowed, _ = ToolPolicy(allow=["get_*", "delete_*"]).split(tools)
-    assert [t.name for t in allowed] == ["get_item"]  # delete_item still needs --allow-destructive
+    assert [t.name for t in allowed] == ["get_item", "delete_item"]  # named by a pattern the user wrote
+    allowed, _ = ToolPolicy(allow=["*"]).split(tools)
+    assert "delete_item" not in [t.name for t in allowed]  # `*` names no tool
 
 
 def test_render_all_content_kinds():

@@ -7,12 +7,15 @@ from typing import Annotated, Any
 
 import anyio
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from mcp_rl.cli.app import app, console
 from mcp_rl.cli.from_config import config_options
 from mcp_rl.cli.options import ServerOptions
-from mcp_rl.servers import ServerSession, ToolSpec
+from mcp_rl.servers import ServerSession, ToolSpec, classify
+
+_CLASS_STYLE = {"read": "green", "write": "yellow", "irreversible": "red"}
 
 
 def _type_of(schema: dict[str, Any]) -> str:
@@ -66,12 +69,22 @@ async def _inspect(session: ServerSession, as_json: bool) -> None:
         if s.instructions:
             console.print(f"[dim]{s.instructions.strip()[:500]}[/]")
         table = Table(title=f"Tools ({len(s.tools)} usable of {len(s.all_tools)})", show_lines=True)
-        for col in ("tool", "parameters (* required)", "annotations", "policy", "description"):
+        for col in ("tool", "parameters (* required)", "annotations", "class", "policy", "description"):
             table.add_column(col, overflow="fold")
         for t in s.all_tools:
+            cls = classify(t)
             reason = s.excluded.get(t.name)
-            policy = f"[red]excluded[/]: {reason}" if reason else "[green]used[/]"
-            table.add_row(t.name, _params(t), _annotations(t), policy, t.description[:200])
+            if reason:
+                policy = f"[red]excluded[/]: {escape(reason)}"
+            elif s.policy.warning(t):
+                policy = "[yellow]used, irreversible[/]: allowed by your flags"
+            else:
+                policy = "[green]used[/]"
+            style = _CLASS_STYLE[cls.kind]
+            table.add_row(
+                t.name, _params(t), _annotations(t), f"[{style}]{cls.kind}[/]: {escape(cls.reason)}", policy,
+                t.description[:200],
+            )  # fmt: skip
         console.print(table)
         if resources:
             rt = Table(title=f"Resources ({len(resources)})")
@@ -91,7 +104,7 @@ async def _inspect(session: ServerSession, as_json: bool) -> None:
         if s.excluded:
             console.print(
                 f"[yellow]{len(s.excluded)} tool(s) excluded by the safety policy[/] "
-                "(--allow-destructive, --allow-tools and --deny-tools change this)."
+                "(--allow-tools, --allow-destructive and --deny-tools change this)."
             )
 
 
@@ -103,7 +116,7 @@ def inspect_command(
         bool, typer.Option("--json", help="Print the tools as OpenAI function definitions.")
     ] = False,
 ) -> None:
-    """List a server's tools (with parameters, annotations and what the safety policy does with
-    each), resources and prompts. --json prints the tools exactly as the model will see them."""
+    """List a server's tools (with parameters, annotations, each tool's class: read, write or
+    irreversible, and why, and what the safety policy does with it), resources and prompts. --json prints the tools exactly as the model will see them."""
     session = ServerSession(servers.spec(), servers.policy())
     anyio.run(_inspect, session, as_json)

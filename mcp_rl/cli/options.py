@@ -54,11 +54,13 @@ class ServerOptions(BaseModel):
     header: list[str] = Field(default_factory=list)
     """KEY=VALUE HTTP header, e.g. an auth token (repeatable)."""
     allow_tools: list[str] = Field(default_factory=list)
-    """Only use tools matching these globs (repeatable)."""
+    """Only use tools matching these globs (repeatable). An irreversible tool (delete, send, shell
+    ...) is used only when a pattern here names it (more than `*`), with a warning."""
     deny_tools: list[str] = Field(default_factory=list)
     """Never use tools matching these globs (repeatable)."""
     allow_destructive: bool = Field(default=False, json_schema_extra={"cli": "--allow-destructive"})
-    """Include tools annotated (or named) destructive. Off by default."""
+    """Include tools the server annotates destructive, and explore writes on a stdio server
+    (restarted to undo them). Unannotated irreversible tools still need --allow-tools. Off by default."""
     connection: ConnectionSettings = Field(default_factory=ConnectionSettings)
 
     @property
