@@ -183,7 +183,9 @@ def test_third_party_mcp_server_sqlite_in_its_own_env(tmp_path):
 
     async def go():
         async with ServerSession(
-            ServerSpec.parse(cmd).with_connection(connect_timeout=180), ToolPolicy(allow_destructive=True)
+                        ServerSpec.parse(cmd).with_connection(connect_timeout=180),
+            # write_query executes SQL: irreversible, so it must be named, not just allowed
+            ToolPolicy(allow=["write_query", "read_query", "*_table", "list_tables"], allow_destructive=True),
         ) as s:
             names = {t.name for t in s.all_tools}
             assert {"read_query", "write_query", "create_table", "list_tables"} <= names

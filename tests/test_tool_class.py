@@ -132,15 +132,21 @@ def test_the_reason_names_what_decided():
 
 
 @pytest.mark.parametrize(("name", "description", "ann", "schema", "kind"), CASES)
-def test_the_default_policy_uses_reads_and_writes_and_blocks_irreversible_tools(
+def test_the_default_policy_uses_reads_and_harmless_writes_and_blocks_irreversible_tools(
     name, description, ann, schema, kind
 ):
     tool = _tool(name, description, ann, schema)
     reason = ToolPolicy().decide(tool)
+    on_reset = ToolPolicy(resettable=True).decide(tool)
     if kind == "irreversible":
         assert reason is not None and "--allow-tools" in reason
+        assert on_reset is not None  # a reset command does not make an irreversible tool safe
     elif tool.annotations.is_destructive:
         assert reason is not None and "--allow-destructive" in reason
+    elif kind == "write" and tool.annotations.destructive is not False:
+        # the spec's default for a write that says nothing: maybe not additive; a reset undoes it
+        assert reason is not None and "resetCommand" in reason
+        assert on_reset is None
     else:
         assert reason is None
 
@@ -195,7 +201,7 @@ def test_exploring_a_server_with_no_annotations_calls_its_computations_and_looku
     assert {"city", "rank_cities", "top_sample", "open_note"} <= called
     e = result.stats
     assert "save_note" not in called
-    assert "writes" in e.skipped_tools["save_note"] and "cannot be reset" in e.skipped_tools["save_note"]
+    assert "may write" in e.skipped_tools["save_note"] and "resetCommand" in e.skipped_tools["save_note"]
     assert e.explored_tools["convert_length"].startswith("named like a computation")
     assert "save_note" not in e.explored_tools and len(e.explored_tools) == 11
 

@@ -35,6 +35,10 @@ class ToolPolicy(BaseModel):
     """Glob patterns; when given, only matching tools are used."""
     deny: list[str] = Field(default_factory=list)
     allow_destructive: bool = False
+    resettable: bool = False
+    """The server has a reset command, so what a write changes is undone between episodes. Set by
+    `ServerSession` from its spec; a stdio restart is not enough (file- and database-backed servers
+    keep their state across restarts)."""
 
     def named(self, tool: ToolSpec) -> bool:
         """Whether --allow-tools names this tool (not just matches it with `*`)."""
@@ -62,6 +66,12 @@ class ToolPolicy(BaseModel):
             return f"irreversible: {cls.reason} ({how} to include it)"
         if annotated:
             return f"annotated destructive: {cls.reason} (use --allow-destructive to include it)"
+        if tool.annotations.destructive is not False and not (self.allow_destructive or self.resettable):
+            # The spec's default for a tool that does not say otherwise: its writes may not be additive.
+            return (
+                f"may write, and no annotation says the write is harmless: {cls.reason} (give the server a "
+                "resetCommand, or pass --allow-destructive, to include it)"
+            )
         return None
 
     def warning(self, tool: ToolSpec) -> str | None:

@@ -119,6 +119,8 @@ class ServerSession:
         to change them)."""
         self.spec = spec
         self.policy = policy or ToolPolicy()
+        if spec.reset_command and not self.policy.resettable:
+            self.policy = self.policy.model_copy(update={"resettable": True})
         self.connect_timeout = spec.connection.connect_timeout
         self.call_timeout = spec.connection.call_timeout
         self.result_budget = spec.connection.result_budget
