@@ -24,7 +24,6 @@ opening runs once per group and the attempts attend to its keys and values (`pre
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -32,26 +31,14 @@ from typing import Any
 
 import torch
 
-from mcp_rl.grpo_config import GRPOConfig
+from mcp_rl.grpo_config import GRPOConfig, group_advantages
 from mcp_rl.prefix import MIN_SHARED_TOKENS, SharedPrefix, shared_length, supports_sharing
 from mcp_rl.trajectory import Trajectory
 
-__all__ = ["GRPOConfig", "grpo_step", "make_optimizer"]
+__all__ = ["GRPOConfig", "group_advantages", "grpo_step", "make_optimizer"]
 
 
 # --- 1. advantages ---------------------------------------------------------------------------
-def group_advantages(
-    rewards: list[float], scale_by_std: bool = True, eps: float = 1e-6
-) -> list[float] | None:
-    """reward - group mean (/ group std). None when the group has no reward variance."""
-    n = len(rewards)
-    mean = sum(rewards) / n
-    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / n)
-    if n < 2 or std < eps:
-        return None
-    return [(r - mean) / (std if scale_by_std else 1.0) for r in rewards]
-
-
 def assign_advantages(
     trajectories: list[Trajectory], scale_by_std: bool = True
 ) -> tuple[list[tuple[Trajectory, float]], int]:

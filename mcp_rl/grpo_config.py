@@ -3,6 +3,7 @@ every `mcp-rl` command starts faster."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,3 +40,17 @@ class GRPOConfig(BaseModel):
     """Recompute activations in the backward pass. The 0.5B policy on 4 x 3,000-token episodes:
     peak 4.6 GiB instead of 11.7 GiB, for 1.5x the step time (bench/bench_step_memory.py). On by
     default so that a policy, its judge and a step fit a 24 GiB machine with room to spare."""
+
+
+def group_advantages(
+    rewards: list[float], scale_by_std: bool = True, eps: float = 1e-6
+) -> list[float] | None:
+    """reward - group mean (/ group std). None when the group has no reward variance.
+
+    Here, torch-free, so that readers of a run (the dashboard) apply the very rule the trainer did."""
+    n = len(rewards)
+    mean = sum(rewards) / n
+    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / n)
+    if n < 2 or std < eps:
+        return None
+    return [(r - mean) / (std if scale_by_std else 1.0) for r in rewards]

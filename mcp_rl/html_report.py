@@ -9,8 +9,8 @@ from typing import Any
 
 from mcp_rl.errors import RunDirError
 from mcp_rl.figures import pct, rate_text
+from mcp_rl.run_charts import run_charts
 from mcp_rl.rundir import RunDir
-from mcp_rl.svgplot import bar_chart, line_chart
 from mcp_rl.trajectory import Trajectory, load_trajectories
 
 CSS = """
@@ -82,6 +82,15 @@ def _examples(run: RunDir, metrics: list[dict[str, Any]], best_step: int) -> str
     return "\n".join(parts) or "<p>no trajectories saved yet</p>"
 
 
+def step_rewards(run: RunDir) -> dict[int, list[float]]:
+    """step -> the rewards of its training episodes."""
+    return {
+        int(f.stem): [t.reward for t in load_trajectories(f) if t.reward is not None]
+        for f in sorted(run.path.glob("steps/*.parquet"))
+        if f.stem.isdigit()
+    }
+
+
 def build_report(run_dir: str | Path) -> str:
     run = RunDir(run_dir)
     cfg = run.load_config()
@@ -93,73 +102,10 @@ def build_report(run_dir: str | Path) -> str:
     state = run.load_state()
     evals = [m for m in metrics if m.get("kind") in ("eval", "base_eval")]
     tests = {m.get("model"): m for m in metrics if m.get("kind") == "test_eval"}
-    measured = [m for m in evals if m.get("success") is not None]
     steps = [m for m in metrics if m.get("kind") == "step"]
     by_step = {m["step"]: m for m in evals}
-    charts = [
-        line_chart(
-            "checked success on val (95% interval)",
-            {"success": [(m["step"], m["success"]) for m in measured]},
-            {"success": [(m["step"], m["success_low"], m["success_high"]) for m in measured]},
-            y_range=(0.0, 1.0),
-            percent=True,
-        ),
-        line_chart(
-            "reward (training episodes)",
-            {
-                "reward mean": [
-                    (m["step"], m["reward_mean"]) for m in steps if m.get("reward_mean") is not None
-                ]
-            },
-        ),
-        line_chart(
-            "tool calls",
-            {
-                "valid-call rate": [
-                    (m["step"], m["valid_call_rate"]) for m in steps if m.get("valid_call_rate") is not None
-                ],
-                "tool-error rate": [
-                    (m["step"], m["tool_error_rate"]) for m in steps if m.get("tool_error_rate") is not None
-                ],
-            },
-            y_range=(0.0, 1.0),
-            percent=True,
-        ),
-    ]
-    per_tool: dict[str, dict[str, float]] = {}
-    for m in steps:
-        for name, c in (m.get("per_tool") or {}).items():
-            agg = per_tool.setdefault(name, {"calls": 0, "invalid": 0, "errors": 0})
-            for k in agg:
-                agg[k] += c.get(k, 0)
-    if per_tool:
-        charts.append(
-            bar_chart(
-                "per-tool failure rates (training)",
-                {
-                    n: {
-                        "invalid": a["invalid"] / max(1, a["calls"]),
-                        "tool error": a["errors"] / max(1, a["calls"]),
-                    }
-                    for n, a in per_tool.items()
-                },
-                percent=True,
-            )
-        )
-    if steps:
-        charts.append(
-            bar_chart(
-                "seconds per phase",
-                {
-                    f"step {m['step']}": {
-                        "rollout": m["rollout_s"],
-                        "judge": m["judge_s"],
-                        "train": m["train_s"],
-                    }
-                    for m in steps[-12:]
-                },
-            )
-        )
+    group_size = int(cfg.get("group_size") or 1)
+    charts = list(run_charts(metrics, group_size, step_rewards(run)).values())
     best_step = state.best_step or 0
     html = [
         "<!doctype html><html><head><meta charset='utf-8'>",

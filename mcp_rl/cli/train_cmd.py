@@ -46,10 +46,20 @@ def _report(result: dict[str, Any]) -> None:
         ("val, base", result["base"]),
         (f"val, best (step {state.best_step or 0})", result["best"]),
     ]
-    table = Table(title="base vs best: the test split is the result (run once each); val chose the checkpoint")
+    table = Table(
+        title="base vs best: the test split is the result (run once each); val chose the checkpoint"
+    )
     # Evaluations are graded, not rewarded. Checked success (tasks with a reference) is the headline;
     # judged success (tasks without one) is its own column, never mixed in.
-    for col in ("", "checked success [95% CI]", "judged success", "pasted", "valid calls", "tool errors", "turns"):
+    for col in (
+        "",
+        "checked success [95% CI]",
+        "judged success",
+        "pasted",
+        "valid calls",
+        "tool errors",
+        "turns",
+    ):
         table.add_column(col)
     for label, m in rows:
         if m is None:
@@ -80,6 +90,16 @@ def train_command(
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Continue the run in this directory.")
     ] = None,
+    dashboard: Annotated[
+        bool,
+        typer.Option(
+            "--dashboard",
+            help="Start `mcp-rl dashboard` beside the run (its own process, 127.0.0.1) and print its URL.",
+        ),
+    ] = False,
+    dashboard_port: Annotated[
+        int, typer.Option("--dashboard-port", min=0, max=65535, help="The dashboard's port (if free).")
+    ] = 8050,
 ) -> None:
     """Train the model to use the server's tools: tasks, episodes, RULER + checks, GRPO on a LoRA,
     evaluation on held-out tasks until success plateaus. Offline by default."""
@@ -114,13 +134,28 @@ def train_command(
         made_here = not run.path.exists()
         run.create(train_cfg.model_dump(mode="json"))
     console.print(f"run directory: [bold]{run.path}[/]")
+    watcher = None
+    if dashboard:
+        from mcp_rl.cli.dashboard_cmd import start_beside
+
+        watcher, url = start_beside(run.path, dashboard_port)
+        console.print(f"dashboard: {url}", highlight=False, soft_wrap=True)
+    try:
+        _fit(train_cfg, spec, run, resume is not None, made_here)
+    finally:
+        if watcher is not None:
+            watcher.terminate()  # it only reads the run: stopping it loses nothing
+            watcher.wait(timeout=10)
+
+
+def _fit(train_cfg: TrainConfig, spec: ServerSpec, run: RunDir, resumed: bool, made_here: bool) -> None:
     from mcp_rl.train import Trainer
 
     trainer = Trainer(
         train_cfg, spec, run, say=lambda s: console.print(s, highlight=False), phases=RichPhases(console)
     )
     try:
-        result = anyio.run(trainer.fit, resume is not None)
+        result = anyio.run(trainer.fit, resumed)
     except Exception as e:
         if made_here and not run.tasks_file.exists() and not no_room(e):
             # Failed before any work worth keeping (e.g. the server would not start): leave no
