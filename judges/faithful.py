@@ -43,7 +43,7 @@ from judges.values import (
     same,
     words,
 )
-from mcp_rl.answer_rule import result_json
+from mcp_rl.answer_rule import result_data, result_json
 from mcp_rl.servers.results import CallStatus
 from mcp_rl.trajectory import ToolCallRecord
 
@@ -109,7 +109,7 @@ def source_values(texts: Iterable[str]) -> list[Value]:
     for text in texts:
         vals = extract_values(text)
         out += vals + implied(vals)
-        data = result_json(text)
+        data = result_data(text)  # a text listing's length is a count an answer may state too
         if data is not None:
             out += [_number(n) for n in json_list_lengths(data)]
     return out

@@ -15,6 +15,12 @@ from typing import Any
 from mcp_rl.task import AnswerRule
 
 _ISO_DT = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+# `Key: value` (a colon then a space or the line's end: "12:30", "C:\\x" and URLs are no keys)
+_KEY_LINE = re.compile(r"^([A-Za-z][\w .()/-]{0,39}?)\s*:(?:\s+(.*))?$")
+# `[FILE] a.txt`, `[DIR] docs`: a tag in brackets, then the entry
+_TAG_LINE = re.compile(r"^\[([A-Za-z][\w -]{0,19})\]\s+(\S.*)$")
+_NUMBER = re.compile(r"^-?(0|[1-9]\d{0,15})(\.\d+)?$")
+_MAX_LINE_CHARS = 200
 
 
 def result_json(text: str) -> Any | None:
@@ -42,6 +48,61 @@ def result_json(text: str) -> Any | None:
         while pos < len(t) and t[pos] in " \t\r\n,":
             pos += 1
     return values if len(values) > 1 else (values[0] if values else None)
+
+
+def result_data(text: str) -> Any | None:
+    """What a result holds, JSON or not: the one view of a result every reader of data shares.
+
+    Rules, in order (deterministic: a grader re-reads a fresh result the same way):
+    - JSON (see `result_json`): that value, unchanged.
+    - blocks separated by blank lines, every line of them `Key: value`: one dict per block (a list of
+      dicts; one block is a dict). Keys are snake_case (`Last Modified`, `lastModified` -> `last_modified`); a value in matching quotes
+      loses them; plain integers and decimals become numbers, true/false booleans, an empty value "".
+    - one entry per line (two or more lines, no blank line between, none longer than 200 characters):
+      a list of strings; when every line is `[TAG] entry`, a list of {"type": TAG, "name": entry}.
+    - anything else (one plain line, prose): None; only the whole text answers then."""
+    data = result_json(text)
+    if data is not None:
+        return data
+    blocks = [b for b in re.split(r"\n[ \t]*\n", text.strip().replace("\r\n", "\n")) if b.strip()]
+    parsed = [_key_block(b) for b in blocks]
+    if parsed and all(p is not None for p in parsed):
+        dicts = [p for p in parsed if p is not None]
+        return dicts[0] if len(dicts) == 1 else dicts
+    if len(blocks) != 1:
+        return None
+    lines = [ln.strip() for ln in blocks[0].splitlines()]
+    if len(lines) < 2 or any(not ln or len(ln) > _MAX_LINE_CHARS for ln in lines):
+        return None
+    tagged = [_TAG_LINE.match(ln) for ln in lines]
+    if all(tagged):
+        return [{"type": m.group(1), "name": m.group(2).strip()} for m in tagged if m]
+    return lines
+
+
+def _key_block(block: str) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    for line in block.strip().splitlines():
+        m = _KEY_LINE.match(line.strip())
+        if m is None:
+            return None
+        key = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", m.group(1).strip())  # isDirectory -> is_directory
+        key = re.sub(r"[\s-]+", "_", key).lower()
+        if key in out:
+            return None  # a repeated key is a list written another way: not a record
+        out[key] = _text_scalar(m.group(2) or "")
+    return out
+
+
+def _text_scalar(raw: str) -> Any:
+    v = raw.strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+        return v[1:-1]
+    if _NUMBER.match(v):
+        return float(v) if "." in v else int(v)
+    if v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    return v
 
 
 def format_value(value: Any) -> str:
@@ -95,7 +156,7 @@ def apply_rule(rule: AnswerRule, result_texts: list[str]) -> str | None:
     if rule.kind == "text":
         t = text.strip()
         return t or None
-    node = result_json(text)
+    node = result_data(text)
     for step in rule.path:
         node = _select(node, step)
         if node is None:
@@ -105,7 +166,10 @@ def apply_rule(rule: AnswerRule, result_texts: list[str]) -> str | None:
     if rule.kind == "names":
         if not isinstance(node, list):
             return None
-        names = [x.get(rule.name_key) for x in node if isinstance(x, dict)]
+        if rule.name_key is None:  # a list of plain entries (names, paths): the entries themselves
+            names = [x for x in node if isinstance(x, str | int | float) and not isinstance(x, bool)]
+        else:
+            names = [x.get(rule.name_key) for x in node if isinstance(x, dict)]
         return ", ".join(str(n) for n in names if n is not None) or None
     value = transform_value(node, rule.transform)
     if value is None or (isinstance(value, dict | list) and not value):

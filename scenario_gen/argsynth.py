@@ -2,8 +2,12 @@
 
 Per parameter, candidate values come, best first, from: ids and names seen in earlier results
 (`ValuePool`), enums and consts, defaults, `examples`, values quoted in the description
-("e.g. 'Europe/London'"), format and pattern hints (date, HH:MM, email), then a plain value of the
-right type. Optional parameters are mostly left out: the server's defaults are the likeliest to work.
+("e.g. 'Europe/London'"), format and pattern hints (date, HH:MM, email), then a value of the right
+type within the stated range (`argshapes`). Every shape of schema is met: an array is built from its
+item schema within `minItems`/`maxItems` (several names a listing showed, a series of numbers, objects
+built field by field); a nested object field by field; `anyOf`/`oneOf` and `type` lists by each of
+their alternatives; `$ref`s are inlined first. Optional parameters are mostly left out: the server's
+defaults are the likeliest to work. Every proposal fits the schema (`schema_errors`).
 """
 
 from __future__ import annotations
@@ -11,23 +15,31 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from mcp_rl.servers.schema import to_openai_parameters
 from mcp_rl.servers.tools import ToolSpec
+from scenario_gen.argshapes import (
+    id_like,
+    more_of_a_kind,
+    number_series,
+    numbers_in_range,
+    string_for_format,
+)
 from scenario_gen.values import ValuePool, is_id_like
 
 _QUOTED = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60})`")
+_ARRAY_VARIANTS = 3
 
 
 @dataclass
 class Candidate:
     value: Any
     weight: float
-    step: int | None = None
-    """The exploration step the value came from (chains are traced through this)."""
+    steps: tuple[int, ...] = ()
+    """The exploration steps the value came from (chains are traced through these)."""
     weak: bool = False
     """A made-up placeholder rather than a value with evidence behind it."""
 
@@ -50,7 +62,25 @@ def _type_of(schema: dict[str, Any]) -> str:
         return type(schema["enum"][0]).__name__.replace("str", "string").replace("int", "integer")
     if "properties" in schema:
         return "object"
+    if "items" in schema or "prefixItems" in schema:
+        return "array"
     return "string"
+
+
+def _alternatives(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The non-null alternatives of `anyOf`/`oneOf` or of a `type` list, each with the keys beside it
+    (description, default); [schema] when it has one form."""
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            outer = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+            alts = [{**outer, **o} for o in options if isinstance(o, dict) and o.get("type") != "null"]
+            if alts:
+                return alts
+    t = schema.get("type")
+    if isinstance(t, list) and len([x for x in t if x != "null"]) > 1:
+        return [{**schema, "type": x} for x in t if x != "null"]
+    return [schema]
 
 
 def _fits(value: Any, t: str) -> bool:
@@ -96,50 +126,64 @@ def _is_query(name: str) -> bool:
 
 
 def _string_fallbacks(name: str, schema: dict[str, Any]) -> list[Candidate]:
-    desc = f"{schema.get('description', '')} {schema.get('title', '')}".lower()
-    fmt = schema.get("format", "")
-    now = datetime.now(UTC)
-    if fmt == "date-time":
-        return [Candidate(now.replace(microsecond=0).isoformat(), 1.0)]
-    if fmt == "date" or name.lower().endswith("date"):
-        return [Candidate(now.date().isoformat(), 1.0)]
-    if "hh:mm" in desc or name.lower() == "time":
-        return [Candidate(v, 1.0) for v in ("09:30", "14:00", "18:45")]
-    if fmt == "email" or "email" in name.lower():
-        return [Candidate("alex@example.com", 0.3, weak=True)]
-    if fmt in ("uri", "url") or "url" in name.lower():
-        return [Candidate("https://example.com", 0.3, weak=True)]
+    hinted = string_for_format(name, schema)
+    if hinted is not None:
+        values, weak = hinted
+        return [Candidate(v, 0.3 if weak else 1.0, weak=weak) for v in values]
     if any(w in name.lower() for w in ("query", "search", "keyword", "text", "q")):
         return [Candidate("a", 0.4, weak=True)]
     return [Candidate("example", 0.1, weak=True)]
 
 
-def _numeric_fallbacks(schema: dict[str, Any], integer: bool) -> list[Candidate]:
-    lo = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-    hi = schema.get("maximum", schema.get("exclusiveMaximum", lo + 10))
-    vals = sorted({lo + 1, min(hi, lo + 3), min(hi, lo + 5)})
-    vals = [v for v in vals if lo <= v <= hi] or [lo]
-    return [Candidate(int(v) if integer else float(v), 0.5, weak=True) for v in vals]
+def _numeric_fallbacks(name: str, schema: dict[str, Any], integer: bool) -> list[Candidate]:
+    # A number in the stated range is a fair input to a computation; as an id or an index it is a guess.
+    weak = id_like(name)
+    return [Candidate(v, 0.5, weak=weak) for v in numbers_in_range(schema, integer)]
+
+
+def _singular(name: str) -> str:
+    n = name
+    if n.endswith("ies"):
+        return n[:-3] + "y"
+    return n[:-1] if n.endswith("s") and not n.endswith("ss") else n
+
+
+def _distinct(cands: list[Candidate]) -> list[Candidate]:
+    seen: set[str] = set()
+    out: list[Candidate] = []
+    for c in cands:
+        key = repr(c.value)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
 
 
 def param_candidates(name: str, schema: dict[str, Any], pool: ValuePool) -> list[Candidate]:
     """Candidate values for one parameter, strongest evidence first."""
+    alts = _alternatives(schema)
+    if alts != [schema]:
+        return _distinct([c for alt in alts for c in param_candidates(name, alt, pool)])
     t = _type_of(schema)
     out: list[Candidate] = []
     if "const" in schema:
         return [Candidate(schema["const"], 5.0)]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
+    if isinstance(schema.get("enum"), list) and [v for v in schema["enum"] if v is not None]:
         return [Candidate(v, 3.0) for v in schema["enum"] if v is not None]
+    if t == "array":
+        return _array_candidates(name, schema, pool)
+    if t == "object":
+        return _object_candidates(schema, pool)
     for seen in pool.candidates(name):
         if not _matches_hints(seen.value, schema):
             continue
         if _fits(seen.value, t) or (t == "string" and isinstance(seen.value, int | float)):
             value = str(seen.value) if t == "string" else seen.value
-            out.append(Candidate(value, 4.0, step=seen.step))
+            out.append(Candidate(value, 4.0, steps=(seen.step,)))
     if _is_query(name):
         # free-text search parameters: single words from names already seen ("Tent", "Kettle")
         for seen in pool.name_words()[:12]:
-            out.append(Candidate(seen.value, 3.0, step=seen.step))
+            out.append(Candidate(seen.value, 3.0, steps=(seen.step,)))
     if "default" in schema and schema["default"] is not None:
         out.append(Candidate(schema["default"], 2.0))
     for ex in schema.get("examples", []) or []:
@@ -154,26 +198,144 @@ def param_candidates(name: str, schema: dict[str, Any], pool: ValuePool) -> list
     if t == "string":
         return _string_fallbacks(name, schema)
     if t in ("integer", "number"):
-        return _numeric_fallbacks(schema, t == "integer")
+        return _numeric_fallbacks(name, schema, t == "integer")
     if t == "boolean":
         return [Candidate(False, 0.8), Candidate(True, 0.8)]
-    if t == "array":
-        inner = param_candidates(name.rstrip("s"), schema.get("items", {}) or {}, pool)
-        return [Candidate([c.value], c.weight * 0.8, c.step, c.weak) for c in inner[:3]]
-    if t == "object":
-        sub = synthesize(schema, pool, random.Random(0), k=1)
-        return [Candidate(p.arguments, 0.5, weak=p.weak) for p in sub]
     return [Candidate("example", 0.1, weak=True)]
 
 
+def _object_candidates(schema: dict[str, Any], pool: ValuePool) -> list[Candidate]:
+    """A nested object, built field by field like a tool's own arguments."""
+    sub = synthesize(schema, pool, random.Random(0), k=3)
+    return [Candidate(p.arguments, 4.0 if p.sources else 1.0, tuple(p.sources), p.weak) for p in sub]
+
+
+def _array_size(schema: dict[str, Any]) -> int:
+    """Three entries (enough to compare, few enough to write in a question), within min/maxItems."""
+    lo = schema.get("minItems")
+    hi = schema.get("maxItems")
+    n = min(3, hi) if isinstance(hi, int) else 3
+    return max(n, lo if isinstance(lo, int) else 0)
+
+
+def _array_candidates(name: str, schema: dict[str, Any], pool: ValuePool) -> list[Candidate]:
+    """Arrays built from the item schema: distinct entries, pool values (with their steps) first."""
+    n = _array_size(schema)
+    if n == 0:
+        return [Candidate([], 1.0)]
+    prefix = schema.get("prefixItems")
+    if isinstance(prefix, list) and prefix:
+        return _tuple_candidates(name, prefix, pool)
+    item = schema.get("items")
+    item = item[0] if isinstance(item, list) and item else item
+    item = item if isinstance(item, dict) else {}
+    item_alt = _alternatives(item)[0]
+    t = _type_of(item_alt)
+    if t == "object":
+        return [_objects(item_alt, pool, n, v) for v in range(_ARRAY_VARIANTS)]
+    inner = _distinct(param_candidates(_singular(name), item, pool))
+    sourced = [c for c in inner if c.steps]
+    if t in ("integer", "number") and len(sourced) < n:
+        series = [number_series(item_alt, t == "integer", n, 3 * v) for v in range(_ARRAY_VARIANTS)]
+        return [Candidate(s, 1.0) for s in series if len(s) == n]
+    lo = max(1, schema.get("minItems", 1) if isinstance(schema.get("minItems"), int) else 1)
+    if sourced:
+        # entries of one listing together (the cities one call returned), so the chain has one source
+        by_step: dict[tuple[int, ...], list[Candidate]] = {}
+        for c in sourced:
+            by_step.setdefault(c.steps, []).append(c)
+        groups = [g for g in by_step.values() if len(g) >= lo] or [sourced]
+        out = [w for g in groups for w in _windows(g, min(n, len(g)), False)]
+        if out:
+            return _distinct(out)[: 2 * _ARRAY_VARIANTS]
+    values = inner
+    if len(values) == 1 and len(values) < n and isinstance(values[0].value, str):
+        values = [Candidate(w, values[0].weight) for w in more_of_a_kind(values[0].value, n)]
+    if not values:
+        return []
+    repeat = len(values) < n
+    if repeat:
+        if schema.get("uniqueItems"):
+            return []
+        values = [values[i % len(values)] for i in range(n)]  # a repeat: the schema allows it
+    return _distinct(_windows(values, n, repeat))
+
+
+def _windows(values: list[Candidate], n: int, weak_repeat: bool) -> list[Candidate]:
+    """Up to three arrays of `n` entries: consecutive runs of the values when there are enough for
+    runs that do not overlap, else the values rotated by one, by two."""
+    out: list[Candidate] = []
+    shift = n if len(values) >= 2 * n else 1
+    for v in range(min(_ARRAY_VARIANTS, len(values))):
+        at = (v * shift) % len(values)
+        window = (values[at:] + values[:at])[:n]
+        steps = tuple(sorted({s for c in window for s in c.steps}))
+        weak = weak_repeat or any(c.weak for c in window)
+        weight = 4.0 if steps else 0.3 if weak else 1.5
+        out.append(Candidate([c.value for c in window], weight, steps, weak))
+    return out
+
+
+def _tuple_candidates(name: str, prefix: list[Any], pool: ValuePool) -> list[Candidate]:
+    columns = [
+        param_candidates(f"{name}_{i}", p if isinstance(p, dict) else {}, pool) for i, p in enumerate(prefix)
+    ]
+    if not all(columns):
+        return []
+    out = []
+    for v in range(_ARRAY_VARIANTS):
+        picked = [col[v % len(col)] for col in columns]
+        steps = tuple(sorted({s for c in picked for s in c.steps}))
+        out.append(
+            Candidate([c.value for c in picked], 4.0 if steps else 1.0, steps, any(c.weak for c in picked))
+        )
+    return _distinct(out)
+
+
+def _objects(item: dict[str, Any], pool: ValuePool, n: int, variant: int) -> Candidate:
+    """`n` objects for an array, field by field: entry j takes each field's j-th value, so the entries
+    differ (labels monday, tuesday, ...; values from a series) instead of repeating one object."""
+    props: dict[str, Any] = item.get("properties", {}) or {}
+    required = [p for p in item.get("required", []) or [] if p in props] or list(props)[:2]
+    columns: dict[str, list[Candidate]] = {}
+    for p in required:
+        sub = props[p] or {}
+        cands = _distinct(param_candidates(p, sub, pool))
+        t = _type_of(_alternatives(sub)[0])
+        if t in ("integer", "number") and not any(c.steps or c.weight >= 2.0 for c in cands):
+            series = number_series(_alternatives(sub)[0], t == "integer", n, variant * 3)
+            cands = [Candidate(x, 1.0) for x in series] or cands
+        elif len(cands) == 1 and isinstance(cands[0].value, str) and not cands[0].steps:
+            cands = [
+                Candidate(w, cands[0].weight, weak=cands[0].weak) for w in more_of_a_kind(cands[0].value, n)
+            ]
+        columns[p] = cands
+    entries: list[dict[str, Any]] = []
+    steps: set[int] = set()
+    weak = False
+    for j in range(n):
+        entry: dict[str, Any] = {}
+        for p, cands in columns.items():
+            if cands:
+                c = cands[(j + variant) % len(cands)]
+                entry[p] = c.value
+                steps.update(c.steps)
+                weak = weak or c.weak
+        entries.append(entry)
+    return Candidate(entries, 4.0 if steps else 1.0, tuple(sorted(steps)), weak)
+
+
 def _same_twice(args: dict[str, Any]) -> bool:
-    """Two parameters of one kind with one value (source_timezone == target_timezone): a call that
-    answers nothing worth asking ("what is the difference between UTC and UTC?")."""
+    """Two parameters of one kind with one value (source_timezone == target_timezone, scale_from ==
+    scale_to): a call that answers nothing worth asking ("what is the difference between UTC and UTC?")."""
     items = [(k, v) for k, v in args.items() if isinstance(v, str)]
     for i, (k1, v1) in enumerate(items):
         for k2, v2 in items[i + 1 :]:
+            if v1 != v2 or "_" not in k1 or "_" not in k2:
+                continue
             s1, s2 = k1.rsplit("_", 1)[-1], k2.rsplit("_", 1)[-1]
-            if v1 == v2 and s1 == s2 and len(s1) >= 3:
+            p1, p2 = k1.split("_", 1)[0], k2.split("_", 1)[0]
+            if (s1 == s2 and len(s1) >= 3) or (p1 == p2 and len(p1) >= 3):
                 return True
     return False
 
@@ -187,7 +349,9 @@ def _useful_optional(schema: dict[str, Any], options: list[Candidate]) -> bool:
 def synthesize(
     parameters: dict[str, Any], pool: ValuePool, rng: random.Random, k: int = 3, optional_rate: float = 0.25
 ) -> list[ArgProposal]:
-    """Up to k distinct argument sets for a parameters schema."""
+    """Up to k distinct argument sets for a parameters schema, each of which fits it."""
+    if _has_ref(parameters):
+        parameters = to_openai_parameters(parameters)
     props: dict[str, Any] = parameters.get("properties", {}) or {}
     required = [p for p in parameters.get("required", []) or [] if p in props]
     optional = [p for p in props if p not in required]
@@ -222,16 +386,24 @@ def synthesize(
             )
             args[p] = c.value
             weak = weak or c.weak
-            if c.step is not None:
-                sources.append(c.step)
+            sources += c.steps
         key = repr(sorted(args.items(), key=lambda kv: kv[0]))
-        if key in seen or _same_twice(args):
+        if key in seen or _same_twice(args) or schema_errors(parameters, args):
+            seen.add(key)
             continue
         seen.add(key)
         proposals.append(ArgProposal(args, sorted(set(sources)), "pool" if sources else "schema", weak))
         if len(proposals) >= k:
             break
     return proposals
+
+
+def _has_ref(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "$ref" in node or any(_has_ref(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_ref(v) for v in node)
+    return False
 
 
 def schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, RootModel, model_validator
 
-from mcp_rl.answer_rule import result_json
+from mcp_rl.answer_rule import result_data
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.results import CallStatus, ToolResult
 from mcp_rl.servers.tool_class import classify
@@ -69,6 +69,8 @@ class ExploreStats(BaseModel):
     resets: int = 0
     llm_proposals: int = 0
     llm_proposals_used: int = 0
+    invalid_proposals: int = 0
+    """Proposals that broke the tool's schema (never sent)."""
     skipped_tools: dict[str, str] = {}
     """Tool -> why it was not explored (its class, or what went wrong on it)."""
     explored_tools: dict[str, str] = {}
@@ -122,8 +124,12 @@ class Explorer:
         per_tool: int = 6,
         seed: int = 0,
         on_step: Callable[[Step, ExploreStats], None] | None = None,
+        instructions: str = "",
     ) -> None:
+        """`instructions`: the user's word on what the server is for (`--instructions`); the LLM round
+        reads it with the server's own instructions, to propose values the user cares about."""
         self.session = session
+        self.instructions = instructions
         self.model = model
         self.allow_destructive = allow_destructive
         self.max_calls = max_calls
@@ -181,6 +187,9 @@ class Explorer:
         if key in self._tried or not self._budget_left() or tool.name in self.stats.skipped_tools:
             return None
         self._tried.add(key)
+        if schema_errors(tool.input_schema, proposal.arguments):
+            self.stats.invalid_proposals += 1
+            return None  # the session would refuse it anyway: no call, no step
         self._per_tool[tool.name] += 1
         result = await self.session.call(tool.name, proposal.arguments)
         st = self.stats
@@ -193,9 +202,9 @@ class Explorer:
         self.steps.append(step)
         if step.ok:
             st.ok += 1
-            data = result_json(result.text)
+            data = result_data(result.text)  # plain-text listings and records teach values too
             if data is not None and not wrote:
-                self.pool.add_result(data, step.index, proposal.arguments)
+                self.pool.add_result(data, step.index, proposal.arguments, tool=tool.name)
             self.pool.add_accepted(proposal.arguments)
         else:
             self._failures[tool.name] += 1
@@ -252,7 +261,11 @@ class Explorer:
                 continue
             if tool.name in self.stats.skipped_tools or not (tool.parameters.get("properties") or {}):
                 continue
-            messages = writer_prompts.propose_arguments(tool, self.pool.sample_names(8), self._recent_results(tool))
+            messages = writer_prompts.propose_arguments(
+                tool, self.pool.sample_names(8), self._recent_results(tool),
+                server_instructions=getattr(self.session, "instructions", None) or "",
+                instructions=self.instructions, results=self._other_results(tool),
+            )  # fmt: skip
 
             def accept(item: _Args, tool: ToolSpec = tool) -> str | None:
                 errs = schema_errors(tool.input_schema, item.root)
@@ -271,12 +284,35 @@ class Explorer:
                     self.stats.llm_proposals_used += 1
 
     def _sources_of(self, arguments: dict[str, Any]) -> list[int]:
-        """Earlier steps whose results held the values these arguments use."""
+        """Earlier steps whose results held the string values these arguments use, at any depth (the
+        names in `names: [...]`, the label of an object in a list)."""
+        wanted: set[str] = set()
+
+        def walk(node: Any) -> None:
+            if isinstance(node, str):
+                wanted.add(node)
+            elif isinstance(node, dict):
+                for v in node.values():
+                    walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+
+        walk(arguments)
         out: set[int] = set()
-        for v in arguments.values():
-            for vals in self.pool.by_key.values():
-                out.update(s.step for s in vals if s.value == v and isinstance(v, str))
+        for vals in self.pool.by_key.values():
+            out.update(s.step for s in vals if isinstance(s.value, str) and s.value in wanted)
         return sorted(out)[:2]
+
+    def _other_results(self, tool: ToolSpec, limit: int = 4) -> list[str]:
+        """A few OK results of other tools, so the model can propose values the server holds."""
+        seen: set[str] = set()
+        out: list[str] = []
+        for s in self.steps:
+            if s.ok and not s.wrote and s.tool != tool.name and s.tool not in seen:
+                seen.add(s.tool)
+                out.append(f"{s.tool}({s.arguments}) -> {s.result_text.strip()[:200]}")
+        return out[:limit]
 
     def _recent_results(self, tool: ToolSpec) -> list[str]:
         return [

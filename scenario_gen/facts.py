@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mcp_rl.answer_rule import format_value, parse_datetime, result_json, transform_value
+from mcp_rl.answer_rule import format_value, parse_datetime, result_data, transform_value
 from mcp_rl.task import AnswerRule
 from scenario_gen.values import is_id_like
 
@@ -66,7 +66,7 @@ def _now_anchored(data: Any, now: datetime, window: timedelta) -> tuple[bool, bo
 
 def time_dependent(result_text: str, now: datetime | None = None) -> bool:
     """True when a result reports the current time (e.g. a clock): its values are stale within minutes."""
-    near_now, _ = _now_anchored(result_json(result_text), now or datetime.now(UTC), timedelta(minutes=10))
+    near_now, _ = _now_anchored(result_data(result_text), now or datetime.now(UTC), timedelta(minutes=10))
     return near_now
 
 
@@ -142,6 +142,13 @@ def _list_facts(
                 0.8,
             )
         )
+    entries = [x for x in items if isinstance(x, str)]
+    if complete and len(entries) == len(items) and 1 < len(entries) <= _MAX_NAMES:
+        # a listing of plain entries (cities, titles, paths): the entries themselves are the answer
+        answer = ", ".join(e.strip() for e in entries)
+        if all(0 < len(e.strip()) <= 60 for e in entries) and len(answer) <= 3 * _MAX_ANSWER_CHARS:
+            rule = AnswerRule(kind="names", path=list(path))
+            out.append(Fact(rule, answer, f"every entry{label}, in order", [], 0.8))
     dicts = [x for x in items if isinstance(x, dict)]
     name_key = _handle_key(dicts)
     if complete and name_key and 1 < len(dicts) <= _MAX_NAMES:
@@ -175,9 +182,14 @@ def _handle_key(dicts: list[dict[str, Any]]) -> str | None:
 def extract_facts(
     result_text: str, arguments: dict[str, Any] | None = None, now: datetime | None = None
 ) -> list[Fact]:
-    """Every answer a question could have, read from one result (call_index -1 in the rule)."""
+    """Every answer a question could have, read from one result (call_index -1 in the rule).
+
+    The result is read through `result_data`, so plain-text replies (a listing, `Key: value` records)
+    give the same kinds of facts as JSON. A count that only repeats the length of a list the call was
+    given (the `count` of `describe(numbers=[...])`) is no question."""
     arg_values = {format_value(v).lower() for v in (arguments or {}).values() if _scalar(v)}
-    data = result_json(result_text)
+    given_lengths = {str(len(v)) for v in (arguments or {}).values() if isinstance(v, list)}
+    data = result_data(result_text)
     if data is None:
         t = result_text.strip()
         if t and "\n" not in t and len(t) <= 150:
@@ -202,4 +214,9 @@ def extract_facts(
                 facts += _list_facts(v, [k], f" in `{k}`", arg_values, near_today, complete, near_now)
     for f in facts:
         f.dated = f.dated or near_now
-    return facts
+    return [f for f in facts if not (f.answer in given_lengths and _counts(f.rule))]
+
+
+def _counts(rule: AnswerRule) -> bool:
+    key = next((p for p in reversed(rule.path) if isinstance(p, str)), "")
+    return rule.kind == "count" or bool(_COUNT_KEY.search(key))

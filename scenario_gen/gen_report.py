@@ -43,6 +43,10 @@ class GenReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     split: SplitReport | None = None
     """How the split went: per split counts, components, the keys too common to identify a task."""
+    chain_share: float | None = None
+    """Of the grounded tasks, the share whose reference is a chain of 2 or more calls (None: none)."""
+    grounded_tools: list[str] = Field(default_factory=list)
+    """The tools some grounded task's reference calls use, in the server's order."""
 
     def drop(self, reason: str, n: int = 1, example: str | None = None) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + n
@@ -66,6 +70,15 @@ class GenReport(BaseModel):
         self.coverage = {n: {"written": c["written"], "grounded": c["grounded"]} for n, c in cov.items()}
         self.uncovered_tools = [n for n in tool_names if not sum(cov[n].values())]
         self.difficulty = dict(sorted(Counter(t.difficulty for t in tasks).items()))
+        self.chain_share, self.grounded_tools = grounded_chains(tasks, tool_names)
+
+
+def grounded_chains(tasks: list[Task], tool_names: list[str]) -> tuple[float | None, list[str]]:
+    """(share of grounded tasks with 2+ reference calls, tools their reference calls cover)."""
+    grounded = [t for t in tasks if t.source == "grounded"]
+    used = {c.tool for t in grounded for c in t.reference_calls}
+    share = sum(len(t.reference_calls) >= 2 for t in grounded) / len(grounded) if grounded else None
+    return share, [n for n in tool_names if n in used] + sorted(used - set(tool_names))
 
 
 def _problem_kind(problem: str) -> str:

@@ -133,6 +133,7 @@ class _Run:
         explorer = Explorer(
             self.session, model=self.model, allow_destructive=self.cfg.allow_destructive,
             max_calls=self.cfg.explore_calls, seed=self.cfg.seed, on_step=on_step,
+            instructions=self.cfg.instructions,
         )  # fmt: skip
         result = await explorer.run()
         self.report.exploration = result.stats

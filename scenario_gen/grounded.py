@@ -170,6 +170,29 @@ def _signature(fact: Fact) -> str:
     )
 
 
+_MAX_GIVEN_VALUES = 12
+
+
+def _argument_leaves(arguments: dict[str, Any]) -> list[tuple[str, str | int | float]]:
+    """(parameter, value) for every scalar a call was given, inside arrays and objects too (the key of
+    a value inside an object is its field's name)."""
+    out: list[tuple[str, str | int | float]] = []
+
+    def walk(key: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(str(k), v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(key, v)
+        elif isinstance(node, str | int | float) and not isinstance(node, bool):
+            out.append((key, node))
+
+    for k, v in arguments.items():
+        walk(k, v)
+    return out
+
+
 class GroundedWriter:
     def __init__(
         self,
@@ -189,12 +212,12 @@ class GroundedWriter:
         self.problems: Counter[str] = Counter()
 
     def _mentions(self, explore: ExploreResult, step: Step, fact: Fact) -> list[list[str]]:
+        """What the question must name: the fact's own anchors, then every value the call was given
+        (each entry of an array argument too: a question about the top of 12, 7 and 19 must give
+        them). An id found in an earlier result may be named by what it identifies instead."""
         groups = [list(g) for g in fact.mentions]
-        for k, v in step.arguments.items():
-            if isinstance(v, bool) or not isinstance(v, str | int | float):
-                continue
+        for k, v in _argument_leaves(step.arguments):
             group = value_variants(v)
-            # an id found in an earlier result may be named by what it identifies instead
             for seen in explore.pool.candidates(k) + explore.pool.by_key.get("id", []):
                 if seen.value == v and seen.context_name and seen.step in step.sources:
                     group.append(seen.context_name)
@@ -207,8 +230,8 @@ class GroundedWriter:
         """Up to `want` facts to ask about, spread over tools, fields and chains."""
         per_tool: dict[str, list[Candidate]] = {}
         for step in explore.steps:
-            if not step.ok or step.wrote:
-                continue
+            if not step.ok or step.wrote or len(_argument_leaves(step.arguments)) > _MAX_GIVEN_VALUES:
+                continue  # a call on more values than a question can state is no question
             chain = explore.chain(step)
             for fact in extract_facts(step.result_text, step.arguments):
                 per_tool.setdefault(step.tool, []).append(
@@ -290,7 +313,11 @@ class GroundedWriter:
             answer_rule=rule,
             answer_depends_on_state=c.fact.dated,
             language=self.language,
-            notes={"answer_is": c.fact.what, "needs_reset": any(s.wrote for s in c.chain)},
+            notes={
+                "answer_is": c.fact.what,
+                "needs_reset": any(s.wrote for s in c.chain),
+                "chain_len": len(c.chain),
+            },
         )
 
 

@@ -14,6 +14,9 @@ from typing import Any
 
 _NAME_KEYS = ("name", "title", "label", "display_name", "full_name", "username")
 _ID_LIKE = re.compile(r"(^|_)(id|ids|key|sku|code|slug|uuid|ref)$", re.IGNORECASE)
+_PATH_ARG = re.compile(r"(^|_)(path|dir|directory|folder|root)$", re.IGNORECASE)
+# a parameter named `<anything>_<suffix>` takes values seen under the suffix (`file_path` <- `path`)
+_SUFFIX_KEYS = ("path", "name", "title", "id")
 
 
 def name_of(obj: dict[str, Any]) -> str | None:
@@ -52,34 +55,63 @@ class ValuePool:
                     bucket.append(v)
 
     def add_result(
-        self, data: Any, step: int, arguments: dict[str, Any] | None = None, limit_per_key: int = 40
+        self,
+        data: Any,
+        step: int,
+        arguments: dict[str, Any] | None = None,
+        limit_per_key: int = 40,
+        tool: str | None = None,
     ) -> None:
-        # a result echoing the call's own arguments ("query": "tent") teaches nothing new
-        echoes = {
-            v
-            for v in (arguments or {}).values()
-            if isinstance(v, str | int | float) and not isinstance(v, bool)
-        }
+        """Learn the scalars of a result (JSON, or the structure `result_data` reads from text).
 
-        def walk(node: Any, depth: int, ctx_name: str | None) -> None:
+        A value is kept under its key, with the step it came from. Entries of a list of plain strings
+        are kept under the list's key, or for a bare listing (`Lisbon\\nPorto`) under `name` and
+        under the plural noun ending the tool's name (`note_titles` -> `titles`, feeding `title`). An entry
+        of a listing made for a path argument (`[FILE] a.txt` for `path=/srv`) is also kept as a path
+        (`/srv/a.txt`), which is what a later call on that entry needs. A value the call was given,
+        at any depth, is an echo and teaches nothing new."""
+        args = arguments or {}
+        echoes = set(_scalars(args))
+        noun = (tool or "").rsplit("_", 1)[-1].lower()
+        noun = noun if len(noun) > 3 and noun.endswith("s") else None
+        base = next(
+            (v for k, v in args.items() if _PATH_ARG.search(k) and isinstance(v, str) and v.strip()), None
+        )
+
+        def keep(key: str, v: Any, ctx: str | None) -> None:
+            if isinstance(v, bool) or not isinstance(v, str | int | float):
+                return
+            if (isinstance(v, str) and not (0 < len(v) <= 80)) or v in echoes:
+                return
+            bucket = self.by_key.setdefault(key.lower(), [])
+            if len(bucket) < limit_per_key and all(s.value != v for s in bucket):
+                bucket.append(SeenValue(v, step, ctx))
+
+        def walk(node: Any, depth: int, ctx_name: str | None, key: str) -> None:
             if depth > 4:
                 return
             if isinstance(node, dict):
                 ctx = name_of(node) or ctx_name
                 for k, v in node.items():
-                    if isinstance(v, str | int | float) and not isinstance(v, bool):
-                        if (isinstance(v, str) and not (0 < len(v) <= 80)) or v in echoes:
-                            continue
-                        bucket = self.by_key.setdefault(k.lower(), [])
-                        if len(bucket) < limit_per_key and all(s.value != v for s in bucket):
-                            bucket.append(SeenValue(v, step, ctx))
+                    if isinstance(v, dict | list):
+                        walk(v, depth + 1, ctx, k)
                     else:
-                        walk(v, depth + 1, ctx)
+                        keep(k, v, ctx)
+                name = name_of(node)
+                if base is not None and name and depth <= 2:
+                    keep("path", _join(base, name), name)
             elif isinstance(node, list):
                 for v in node[:50]:
-                    walk(v, depth + 1, ctx_name)
+                    if isinstance(v, dict | list):
+                        walk(v, depth + 1, ctx_name, key)
+                    elif isinstance(v, str) or key != "name":  # a bare list of numbers names nothing
+                        keep(key, v, ctx_name)
+                        if key == "name" and depth == 0 and noun:
+                            keep(noun, v, ctx_name)
+                        if isinstance(v, str) and key == "name" and (base is not None or v.startswith("/")):
+                            keep("path", _join(base or "/", v), v)
 
-        walk(data, 0, None)
+        walk(data, 0, None, "name")
 
     def candidates(self, param: str) -> list[SeenValue]:
         """Seen values that fit a parameter name: the same key, or `x_id` <- `id` of x-ish objects."""
@@ -91,6 +123,11 @@ class ValuePool:
                 out += self.by_key.get(k, [])
         if not out and p.endswith("s"):
             out += self.by_key.get(p[:-1], [])
+        if not out:  # `title` <- the entries of `titles`, `city` <- of `cities`
+            out += self.by_key.get(p + "s", []) + self.by_key.get(p[:-1] + "ies" if p.endswith("y") else "", [])
+        if not out:
+            suffix = next((k for k in _SUFFIX_KEYS if p.endswith("_" + k) or p.endswith("_" + k + "s")), None)
+            out += self.by_key.get(suffix, []) if suffix else []
         if not out:
             # `category_name` <- `category`; never the other way (`time` <- `time_difference` is wrong)
             for k, vals in self.by_key.items():
@@ -123,6 +160,21 @@ class ValuePool:
             if merged:
                 out[k] = merged[:limit]
         return dict(list(out.items())[:keys])
+
+
+def _scalars(node: Any) -> list[str | int | float]:
+    if isinstance(node, dict):
+        return [x for v in node.values() for x in _scalars(v)]
+    if isinstance(node, list):
+        return [x for v in node for x in _scalars(v)]
+    return [node] if isinstance(node, str | int | float) and not isinstance(node, bool) else []
+
+
+def _join(base: str, name: str) -> str:
+    """`name` under the directory `base`, unless it is already a full path."""
+    if name.startswith("/") or base in (".", "./"):
+        return name
+    return base.rstrip("/") + "/" + name
 
 
 def _plain(value: str) -> bool:

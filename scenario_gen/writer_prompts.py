@@ -163,23 +163,38 @@ def arguments_example(tool: ToolSpec) -> str:
     return json.dumps({"arguments": [one, one]})
 
 
-def propose_arguments(tool: ToolSpec, known_values: dict[str, list[str]], recent: list[str]) -> list[Message]:
+def propose_arguments(
+    tool: ToolSpec,
+    known_values: dict[str, list[str]],
+    recent: list[str],
+    *,
+    server_instructions: str = "",
+    instructions: str = "",
+    results: list[str] | None = None,
+) -> list[Message]:
+    """Ask for argument objects likely to succeed: from the tool's description and schema, what the
+    server and the user say it is for, values seen so far and what other tools returned."""
     vals = "; ".join(f"{k}: {', '.join(v[:8])}" for k, v in list(known_values.items())[:10]) or "none yet"
-    lines = [
-        "Propose arguments for a call to this tool of a data service:",
-        describe_tool(tool),
-        "",
-        f"Values seen on the service so far: {vals}",
-    ]
+    lines = ["Propose arguments for a call to this tool of a data service:", describe_tool(tool)]
+    if len(tool.description.strip()) > 300:  # describe_tool shows the first 300 characters
+        lines.append("Its full description: " + tool.description.strip()[:1200])
     props = (tool.parameters.get("properties") or {}).values()
     if any(isinstance(p, dict) and p.get("type") in ("object", "array") for p in props):
         # nested parameters: the one-line summary above does not show their shape
-        lines.insert(3, f"Parameter schema: {json.dumps(tool.parameters, ensure_ascii=False)[:1500]}")
+        lines.append(f"Parameter schema: {json.dumps(tool.parameters, ensure_ascii=False)[:1500]}")
+    if server_instructions.strip():
+        lines.append("About the service: " + server_instructions.strip()[:600])
+    if instructions.strip():
+        lines.append("What the user works on: " + instructions.strip()[:600])
+    lines += ["", f"Values seen on the service so far: {vals}"]
+    if results:
+        lines.append("Other calls and what they returned: " + " | ".join(results))
     if recent:
         lines.append("Earlier attempts and what came back: " + " | ".join(recent))
     lines += [
-        "Give 3 argument objects that are likely to succeed: use real values seen above, and values",
-        "different from the earlier attempts.",
+        "Give 3 argument objects that are likely to succeed: use real values seen above (names, paths,",
+        "ids the service returned, or that the user named), realistic data where the tool computes over",
+        "what it is given, and values different from the earlier attempts.",
         f"Reply with only JSON in this form: {arguments_example(tool)}",
     ]
     return [

@@ -1,0 +1,142 @@
+"""Plain-text tool results read as data: the shapes real servers return (a filesystem listing with
+[FILE]/[DIR] tags, a git log of `Key: value` blocks, a file's `key: value` info, one name per line).
+The strings are our own, in those servers' output shapes."""
+
+from __future__ import annotations
+
+import json
+
+from judges.faithful import reference_supported, unsupported_values
+from mcp_rl.answer_rule import apply_rule, result_data, result_json
+from mcp_rl.task import AnswerRule
+from scenario_gen.facts import extract_facts
+from scenario_gen.values import ValuePool
+
+LISTING = "[FILE] budget.csv\n[DIR] drafts\n[FILE] readme.md"
+GIT_LOG = (
+    "Commit: '4c1e9a0b7d'\n"
+    "Author: Marta Silva <marta@example.org>\n"
+    "Date: 2025-05-14 16:05:00+01:00\n"
+    "Message: 'Fix the tax rounding'\n"
+    "\n"
+    "Commit: '0d77f3e215'\n"
+    "Author: Joel Brandt <joel@example.org>\n"
+    "Date: 2025-05-12 08:40:00+01:00\n"
+    "Message: 'First draft of the report'\n"
+)
+FILE_INFO = "size: 2048\ncreated: Tue May 13 2025 09:12:44 GMT+0000\nisDirectory: false\nisFile: true\npermissions: 644"
+CITIES = "Tromso\nBergen\nStavanger"
+
+
+def _facts_by_answer(text: str, arguments: dict | None = None):
+    facts = extract_facts(text, arguments)
+    for f in facts:  # every fact is re-derived by the rule a grader applies
+        assert apply_rule(f.rule, [text]) == f.answer, f
+    return {f.answer: f for f in facts}
+
+
+def test_a_tagged_listing_reads_as_entries_with_their_tag_and_gives_counts_and_names():
+    assert result_data(LISTING) == [
+        {"type": "FILE", "name": "budget.csv"},
+        {"type": "DIR", "name": "drafts"},
+        {"type": "FILE", "name": "readme.md"},
+    ]
+    facts = _facts_by_answer(LISTING, {"path": "/home/ana/work"})
+    assert facts["3"].rule.kind == "count"
+    assert facts["budget.csv, drafts, readme.md"].rule.kind == "names"
+    kind = facts["DIR"]
+    assert kind.mentions == [["drafts"]] and kind.rule.path == [{"key": "name", "equals": "drafts"}, "type"]
+    # the rule follows the entry, not its line
+    assert apply_rule(kind.rule, ["[FILE] readme.md\n[DIR] drafts"]) == "DIR"
+
+
+def test_a_git_log_reads_as_one_record_per_block():
+    records = result_data(GIT_LOG)
+    assert isinstance(records, list) and len(records) == 2
+    assert records[0] == {
+        "commit": "4c1e9a0b7d",  # the quotes a repr put around it are gone
+        "author": "Marta Silva <marta@example.org>",
+        "date": "2025-05-14 16:05:00+01:00",
+        "message": "Fix the tax rounding",
+    }
+    facts = _facts_by_answer(GIT_LOG)
+    assert facts["Joel Brandt <joel@example.org>"].mentions == [["0d77f3e215"]]
+    assert facts["First draft of the report"].rule.path[-1] == "message"
+    assert facts["16:05"].rule.transform == "time_hhmm"  # a timestamp is asked as a time of day
+    assert facts["2"].rule.kind == "count"
+
+
+def test_a_key_value_reply_is_one_record_with_typed_values():
+    info = result_data(FILE_INFO)
+    assert info == {
+        "size": 2048,
+        "created": "Tue May 13 2025 09:12:44 GMT+0000",
+        "is_directory": False,
+        "is_file": True,
+        "permissions": 644,
+    }
+    facts = extract_facts(FILE_INFO, {"path": "/home/ana/work/budget.csv"})
+    size = next(f for f in facts if f.rule.path == ["size"])
+    assert size.answer == "2048" and apply_rule(size.rule, [FILE_INFO.replace("2048", "4096")]) == "4096"
+    assert any(f.rule.path == ["is_file"] and f.answer == "yes" for f in facts)
+    # one line is a record too: the value of that line's key
+    assert apply_rule(AnswerRule(kind="field", path=["free_space"]), ["Free space: 12.5"]) == "12.5"
+
+
+def test_a_plain_listing_gives_a_count_and_its_entries():
+    assert result_data(CITIES) == ["Tromso", "Bergen", "Stavanger"]
+    facts = _facts_by_answer(CITIES)
+    assert facts["3"].rule.kind == "count"
+    entries = facts["Tromso, Bergen, Stavanger"]
+    assert entries.rule == AnswerRule(kind="names", path=[])
+    # JSON lists of plain strings get the same facts
+    assert {f.answer for f in extract_facts(json.dumps(["red", "teal"]))} == {"2", "red, teal"}
+
+
+def test_json_stays_json_and_other_text_stays_whole():
+    text = '{"items": [{"name": "Kettle", "price": 24.5}]}'
+    assert result_data(text) == result_json(text)
+    assert result_data("3.048 m") is None  # one plain line: only the whole reply answers
+    prose = "The report was sent.\n\nIt will arrive tomorrow, or the day after if the post is slow today."
+    assert result_data(prose) is None
+    assert result_data("12:30\n14:45") == ["12:30", "14:45"]  # clock times are no `Key: value`
+    assert extract_facts("3.048 m")[0].rule.kind == "text"
+    # a rule stored before text was data reads the same as it did
+    assert apply_rule(AnswerRule(kind="text"), [CITIES]) == CITIES
+    assert apply_rule(AnswerRule(kind="field", path=["price"]), ['{"price": 3}']) == "3"
+
+
+def test_a_count_that_only_repeats_the_list_the_call_was_given_is_no_question():
+    text = json.dumps({"count": 3, "mean": 12.6667, "maximum": 19.0})
+    facts = extract_facts(text, {"numbers": [12.0, 7.0, 19.0]})
+    assert not any(f.rule.path == ["count"] for f in facts)
+    assert any(f.rule.path == ["maximum"] and f.answer == "19" for f in facts)
+    ranked = json.dumps([{"name": "Bergen", "population": 291940}, {"name": "Tromso", "population": 77544}])
+    assert not any(f.rule.kind == "count" for f in extract_facts(ranked, {"names": ["Tromso", "Bergen"]}))
+
+
+def test_the_value_pool_learns_names_paths_and_listing_nouns_from_text():
+    pool = ValuePool()
+    pool.add_result(result_data(LISTING), step=2, arguments={"path": "/home/ana/work"}, tool="list_directory")
+    assert [v.value for v in pool.candidates("path")] == [
+        "/home/ana/work/budget.csv",
+        "/home/ana/work/drafts",
+        "/home/ana/work/readme.md",
+    ]
+    assert all(v.step == 2 for v in pool.candidates("file_path"))  # `file_path` <- `path`
+    pool.add_result(result_data(CITIES), step=5, arguments={}, tool="cities")
+    assert [v.value for v in pool.candidates("city")] == ["Tromso", "Bergen", "Stavanger"]
+    assert "Bergen" in [v.value for v in pool.candidates("name")]
+    pool.add_result(result_data("groceries\ntrip"), step=6, arguments={}, tool="note_titles")
+    assert [(v.value, v.step) for v in pool.candidates("title")] == [("groceries", 6), ("trip", 6)]
+    # what the call was given, at any depth, is an echo
+    pool.add_result({"label": "monday", "value": 21.0}, 7, {"samples": [{"label": "monday", "value": 21.0}]})
+    assert "label" not in pool.by_key and "value" not in pool.by_key
+
+
+def test_grading_accepts_a_count_or_entries_read_from_a_text_listing():
+    # a listing's length is a value the result holds, as a JSON list's length is
+    assert unsupported_values("There are 3 cities.", "How many cities are there?", [CITIES]) == []
+    assert reference_supported("3", [CITIES])
+    assert reference_supported("Tromso, Bergen, Stavanger", [CITIES])
+    assert unsupported_values("There are 4 cities.", "How many cities are there?", [CITIES]) == ["4"]
