@@ -61,3 +61,7 @@ class JudgeError(McpRlError):
 
 class RunDirError(McpRlError):
     """A run directory is missing, incomplete or unwritable."""
+
+
+class OutputError(McpRlError):
+    """A file could not be written (the disk is full); nothing was left half-written."""

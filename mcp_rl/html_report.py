@@ -7,6 +7,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from mcp_rl.atomic import write_atomic
 from mcp_rl.errors import RunDirError
 from mcp_rl.figures import pct, rate_text
 from mcp_rl.run_charts import run_charts
@@ -133,5 +134,4 @@ def build_report(run_dir: str | Path) -> str:
 
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     path = Path(out) if out else Path(run_dir) / "report.html"
-    path.write_text(build_report(run_dir), encoding="utf-8")
-    return path
+    return write_atomic(path, build_report(run_dir))

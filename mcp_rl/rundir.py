@@ -23,7 +23,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from mcp_rl.errors import RunDirError
+from mcp_rl.atomic import no_room, write_atomic
+from mcp_rl.errors import OutputError, RunDirError
 from mcp_rl.faults import fault_point
 
 if TYPE_CHECKING:
@@ -54,47 +54,13 @@ class RunState(BaseModel):
     """Why the run ended (max_steps, plateau), once it has."""
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
-
-
-# errno values that mean "no room": a full disk, a quota, a file-size limit (RLIMIT_FSIZE).
-_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 # A read-only place, no permission, or a path through a regular file (NOTDIR, EXIST).
 _NOT_WRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
-# Libraries that write in native code (safetensors, polars, torch) raise their own exception types
-# and keep the errno only in the text ("... File too large (os error 27)").
-_NO_ROOM_TEXT = re.compile(
-    r"os error (28|27|122)\b|no space left on device|file too large|disk quota exceeded|file write failed",
-    re.IGNORECASE,
-)
-
-
-def no_room(exc: BaseException) -> bool:
-    """Whether `exc` (or an exception it wraps) says the disk, a quota or a file-size limit is full."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, OSError) and e.errno in _NO_ROOM:
-            return True
-        if not isinstance(e, OSError) and _NO_ROOM_TEXT.search(str(e)):
-            return True
-        if isinstance(e, BaseExceptionGroup):
-            todo.extend(e.exceptions)
-        todo.extend([e.__cause__, e.__context__])
-    return False
 
 
 def no_room_error(action: str, path: Path, run_path: Path, exc: BaseException) -> RunDirError:
+    if isinstance(exc, OutputError) and exc.__cause__ is not None:  # write_atomic's: say the cause once
+        exc = exc.__cause__
     detail = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200]
     return RunDirError(
         f"no room left on the disk while {action} ({path}): {detail}",
@@ -122,8 +88,11 @@ def _guard(action: str, path: Path, fn: Callable[[], Any], run_path: Path | None
 
 
 class RunDir:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, redact: Callable[[str], str] | None = None) -> None:
+        """`redact`: the server's `ServerSpec.redact`, applied to every string of the JSON and the
+        trajectories written here (tool results were redacted when made: this is the second guard)."""
         self.path = Path(path)
+        self.redact = redact
 
     # --- layout ------------------------------------------------------------------------------
     @property
@@ -176,7 +145,7 @@ class RunDir:
         def make() -> None:
             for sub in ("steps", "evals", "checkpoints"):
                 (self.path / sub).mkdir(parents=True, exist_ok=True)
-            _write_atomic(self.config_file, json.dumps(config, indent=2, default=str).encode())
+            write_atomic(self.config_file, json.dumps(config, indent=2, default=str).encode())
 
         _guard("creating the run directory", self.path, make, self.path)
 
@@ -207,15 +176,19 @@ class RunDir:
         _guard(
             "saving the run state",
             self.state_file,
-            lambda: _write_atomic(self.state_file, state.model_dump_json(indent=2).encode()),
+            lambda: write_atomic(self.state_file, state.model_dump_json(indent=2).encode()),
             self.path,
         )
 
     def write_json(self, path: Path, data: Any) -> None:
+        if self.redact is not None:
+            from mcp_rl.trajectory import redact_strings
+
+            data = redact_strings(data, self.redact)
         _guard(
             f"writing {path.name}",
             path,
-            lambda: _write_atomic(path, json.dumps(data, indent=2, default=str).encode()),
+            lambda: write_atomic(path, json.dumps(data, indent=2, default=str).encode()),
             self.path,
         )
 
@@ -224,7 +197,10 @@ class RunDir:
         from mcp_rl.trajectory import save_trajectories
 
         return _guard(
-            f"writing trajectories {path.name}", path, lambda: save_trajectories(trajs, path), self.path
+            f"writing trajectories {path.name}",
+            path,
+            lambda: save_trajectories(trajs, path, redact=self.redact),
+            self.path,
         )
 
     def append_metrics(self, record: dict[str, Any]) -> None:
@@ -296,7 +272,7 @@ class RunDir:
             _guard(
                 "rewriting metrics",
                 self.metrics_file,
-                lambda: _write_atomic(self.metrics_file, data),
+                lambda: write_atomic(self.metrics_file, data),
                 self.path,
             )
         return removed

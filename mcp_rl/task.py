@@ -8,6 +8,17 @@ from pydantic import BaseModel, Field
 
 TASK_SCHEMA_VERSION = 1
 
+# Sizes, declared once. A task is a request a user would type and its answer a statement: both far
+# below these (the longest written by the offline writer are a few hundred characters). A 50 MB
+# task text was once accepted, grew the process to 10 GB and was copied into the run directory.
+MAX_TASK_TEXT = 20_000
+"""Characters of a task's text (about 5,000 tokens: more than a whole default episode's context)."""
+MAX_ANSWER = 20_000
+"""Characters of a reference answer."""
+MAX_TASK_RECORD = 2_000_000
+"""Characters of one task as stored (its reference calls keep whole results): a line of a task
+file longer than this is refused before it is parsed."""
+
 
 class ReferenceCall(BaseModel):
     """A real call made while grounding a task; re-run it to refresh the answer when the world moves."""
@@ -44,12 +55,12 @@ class Provenance(BaseModel):
 class Task(BaseModel):
     schema_version: int = TASK_SCHEMA_VERSION
     id: str
-    text: str
+    text: str = Field(max_length=MAX_TASK_TEXT)
     difficulty: int = Field(default=2, ge=1, le=5)
     source: Literal["written", "grounded"] = "written"
     tools_expected: list[str] = Field(default_factory=list)
     reference_calls: list[ReferenceCall] = Field(default_factory=list)
-    reference_answer: str | None = None
+    reference_answer: str | None = Field(default=None, max_length=MAX_ANSWER)
     answer_rule: AnswerRule | None = None
     """For grounded tasks: how `reference_answer` follows from the results of `reference_calls`."""
     answer_depends_on_state: bool = False

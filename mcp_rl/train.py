@@ -65,6 +65,8 @@ class Trainer:
         """`policy`: an already loaded TransformersModel to train instead of loading `cfg.model`.
         `phases`: how progress within a step is shown (default: not at all)."""
         self.cfg, self.spec, self.run, self.say = cfg, spec, run, say
+        if run.redact is None:  # what the run writes passes through the server's redaction too
+            run.redact = spec.redact
         self.phases = phases or Phases()
         self.policy: TrainablePolicy = policy  # type: ignore[assignment]  # set in load_models
         self.judge: ChatModel | None = None
@@ -79,15 +81,17 @@ class Trainer:
     async def tasks(self, pool: SessionPool) -> tuple[list[Task], list[Task], list[Task]]:
         from scenario_gen.io import load_tasks, save_tasks
 
-        if self.run.tasks_file.exists():  # resuming: the run's own task set
-            tasks = load_tasks(self.run.tasks_file)
-        elif self.cfg.tasks_file:
-            tasks = load_tasks(self.cfg.tasks_file)
-            save_tasks(tasks, self.run.tasks_file)
-        else:
-            tasks = await self._generate(pool)
-            save_tasks(tasks, self.run.tasks_file)
-        return held_out_splits(tasks)
+        # Resuming: the run's own task set. An empty one (left by an older version after a failed
+        # generation) is generated again rather than leaving a run that can never resume.
+        tasks = load_tasks(self.run.tasks_file) if self.run.tasks_file.exists() else []
+        if tasks:
+            return held_out_splits(tasks)
+        tasks = load_tasks(self.cfg.tasks_file) if self.cfg.tasks_file else await self._generate(pool)
+        # Checked before it is saved: a task set that cannot train (0 tasks kept, a split empty) leaves
+        # no tasks.jsonl, so the new run directory is removed and a resumed one generates again.
+        splits = held_out_splits(tasks)
+        save_tasks(tasks, self.run.tasks_file)
+        return splits
 
     async def _generate(self, pool: SessionPool) -> list[Task]:
         from scenario_gen.generate import EXPLORE_RESULT_BUDGET, GenerateConfig, generate_tasks

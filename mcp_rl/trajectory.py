@@ -8,11 +8,13 @@ tokens the model sampled plus their sampling log-probs (for GRPO).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mcp_rl.atomic import parquet_bytes, write_atomic
 from mcp_rl.servers.results import CallStatus
 
 EpisodeEnd = Literal["answer", "max_turns", "context", "server_error", "error"]
@@ -85,13 +87,41 @@ def _from_row(row: dict[str, Any]) -> Trajectory:
     return Trajectory.model_validate(row)
 
 
-def save_trajectories(trajs: list[Trajectory], path: str | Path) -> Path:
-    """Write to `.parquet` (polars) or `.jsonl`, atomically (temp file, then rename)."""
+_TOKEN_FIELDS = ("token_ids", "sampled_mask", "logprobs")
+
+
+def redact_strings(value: Any, redact: Callable[[str], str]) -> Any:
+    """`value` (JSON-like: dicts, lists, strings) with `redact` applied to every string in it."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_strings(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_strings(v, redact) for v in value]
+    return value
+
+
+def redacted(t: Trajectory, redact: Callable[[str], str]) -> Trajectory:
+    """`t` with `redact` applied to every string it holds (token ids are numbers: tool results were
+    already redacted before the model saw them, see `ServerSession.call`)."""
+    data = t.model_dump(mode="json", exclude=set(_TOKEN_FIELDS))
+    return Trajectory.model_validate(
+        {**redact_strings(data, redact), **{f: getattr(t, f) for f in _TOKEN_FIELDS}}
+    )
+
+
+def save_trajectories(
+    trajs: list[Trajectory], path: str | Path, redact: Callable[[str], str] | None = None
+) -> Path:
+    """Write to `.parquet` (polars) or `.jsonl` with `write_atomic` (whole or not at all). `redact`
+    (the server's `ServerSpec.redact`) takes every known secret out of every string first."""
     import polars as pl
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    if path.suffix not in (".parquet", ".jsonl"):
+        raise ValueError(f"unsupported trajectory file type {path.suffix!r}: use .parquet or .jsonl")
+    if redact is not None:
+        trajs = [redacted(t, redact) for t in trajs]
     if path.suffix == ".parquet":
         rows = [_to_row(t) for t in trajs]
         schema = {
@@ -100,15 +130,8 @@ def save_trajectories(trajs: list[Trajectory], path: str | Path) -> Path:
             "logprobs": pl.List(pl.Float64),
         }
         df = pl.DataFrame(rows, schema_overrides=schema, infer_schema_length=None) if rows else pl.DataFrame()
-        df.write_parquet(tmp)
-    elif path.suffix == ".jsonl":
-        with tmp.open("w", encoding="utf-8") as f:
-            for t in trajs:
-                f.write(t.model_dump_json() + "\n")
-    else:
-        raise ValueError(f"unsupported trajectory file type {path.suffix!r}: use .parquet or .jsonl")
-    tmp.replace(path)
-    return path
+        return write_atomic(path, parquet_bytes(df))
+    return write_atomic(path, "".join(t.model_dump_json() + "\n" for t in trajs))
 
 
 def load_trajectories(path: str | Path) -> list[Trajectory]:

@@ -23,7 +23,7 @@ from mcp_rl.answer_rule import apply_rule, format_value
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
-from mcp_rl.task import ReferenceCall, Task
+from mcp_rl.task import MAX_ANSWER, ReferenceCall, Task
 from scenario_gen import writer_prompts
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
 from scenario_gen.facts import Fact, extract_facts
@@ -263,6 +263,9 @@ class GroundedWriter:
 
     async def write(self, c: Candidate) -> Task | None:
         """The grounded task for one candidate, or None (the reason counted in `problems`)."""
+        if len(c.fact.answer) > MAX_ANSWER:  # a whole listing is no answer a reader could check
+            self.problems["answer too long"] += 1
+            return None
         last = c.chain[-1]
         calls = [(self.tools.get(s.tool), s.arguments, s.result_text) for s in c.chain]
         messages = writer_prompts.grounded_question(calls, c.fact.answer, c.fact.what, c.mentions, self.language)

@@ -14,14 +14,18 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
 from pydantic import ValidationError
 
-from mcp_rl.errors import TaskError
-from mcp_rl.task import TASK_SCHEMA_VERSION, Task
+from mcp_rl.atomic import no_room, parquet_bytes, write_atomic
+from mcp_rl.errors import OutputError, TaskError
+from mcp_rl.task import MAX_ANSWER, MAX_TASK_RECORD, MAX_TASK_TEXT, TASK_SCHEMA_VERSION, Task
 
 Format = Literal["jsonl", "parquet", "hf"]
 _NESTED = ("reference_calls", "answer_rule", "provenance", "notes")
@@ -77,11 +81,7 @@ def detect_format(path: Path) -> Format:
 
 
 def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)  # never leave a half-written task file behind
+    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
@@ -91,9 +91,7 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
         "answer_rule": pl.Utf8, "answer_depends_on_state": pl.Boolean, "language": pl.Utf8, "split": pl.Utf8,
         "provenance": pl.Utf8, "notes": pl.Utf8,
     }  # fmt: skip
-    tmp = path.with_name(path.name + ".tmp")
-    pl.DataFrame(rows, schema=schema).write_parquet(tmp)
-    tmp.replace(path)
+    write_atomic(path, parquet_bytes(pl.DataFrame(rows, schema=schema)))
 
 
 def _readme(tasks: list[Task], ext: str) -> str:
@@ -133,23 +131,18 @@ def save_tasks(
     fmt: Format | None = None,
     hf_files: Literal["jsonl", "parquet"] = "jsonl",
 ) -> Path:
-    """Write tasks to `path` in `fmt` (from the path when not given). Returns the path written."""
+    """Write tasks to `path` in `fmt` (from the path when not given), whole or not at all: a file
+    with `write_atomic`, a datasets directory staged beside `path` and swapped in once complete. An
+    empty task set is refused (it would only ever replace something with nothing). `path` may be the
+    file the tasks were read from. Returns the path written."""
     path = Path(path)
     fmt = fmt or detect_format(path)
+    if not tasks:
+        raise TaskError(
+            f"no tasks to write to {path}: nothing was written", hint="an empty task set replaces nothing"
+        )
     if fmt == "hf":
-        path.mkdir(parents=True, exist_ok=True)
-        for split, hf in _HF_SPLITS.items():
-            rows = [flat_record(t) for t in tasks if t.split == split]
-            target = path / f"{hf}.{hf_files}"
-            if not rows:
-                target.unlink(missing_ok=True)
-                continue
-            (_write_jsonl if hf_files == "jsonl" else _write_parquet)(rows, target)
-        (path / "README.md").write_text(_readme(tasks, hf_files), encoding="utf-8")
-        info = {"num_tasks": len(tasks), "schema_version": TASK_SCHEMA_VERSION, "format": hf_files}
-        (path / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
+        return _save_directory(tasks, path, hf_files)
     if fmt == "parquet":
         _write_parquet([flat_record(t) for t in tasks], path)
     else:
@@ -157,10 +150,53 @@ def save_tasks(
     return path
 
 
+def _save_directory(tasks: list[Task], path: Path, hf_files: Literal["jsonl", "parquet"]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        out = stage / path.name
+        out.mkdir()
+        for split, hf in _HF_SPLITS.items():
+            rows = [flat_record(t) for t in tasks if t.split == split]
+            if rows:  # a split with no task has no file
+                (_write_jsonl if hf_files == "jsonl" else _write_parquet)(rows, out / f"{hf}.{hf_files}")
+        write_atomic(out / "README.md", _readme(tasks, hf_files))
+        info = {"num_tasks": len(tasks), "schema_version": TASK_SCHEMA_VERSION, "format": hf_files}
+        write_atomic(out / "dataset_info.json", json.dumps(info, indent=2) + "\n")
+        old = stage / "old"
+        if path.is_dir():
+            os.replace(path, old)  # a directory cannot be renamed over a non-empty one
+        try:
+            os.replace(out, path)
+        except OSError:
+            if old.exists():
+                os.replace(old, path)
+            raise
+    except OSError as e:
+        if no_room(e):
+            raise OutputError(
+                f"no room left on the disk while writing {path}: {e.strerror or e}",
+                hint="free some space and run the command again (nothing was written)",
+            ) from e
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return path
+
+
 def _read_jsonl(path: Path) -> list[Task]:
     tasks = []
     with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+        n = 0
+        # readline with a limit: a huge line is refused after MAX_TASK_RECORD characters, not read whole
+        while line := f.readline(MAX_TASK_RECORD + 1):
+            n += 1
+            if len(line) > MAX_TASK_RECORD:
+                raise TaskError(
+                    f"{path}:{n}: this task is over {MAX_TASK_RECORD:,} characters long (a task's text may "
+                    f"have at most {MAX_TASK_TEXT:,}, its answer {MAX_ANSWER:,})",
+                    hint="a task is a request a user would type; check the file is a task set",
+                )
             if not line.strip():
                 continue
             try:

@@ -542,6 +542,17 @@ def test_an_export_is_readable_by_other_users(tiny_run, tmp_path):
     assert out.stat().st_mode & 0o777 == 0o755
 
 
+def test_a_merged_export_is_readable_by_other_users_like_the_gguf(tiny_run, tmp_path):
+    # safetensors writes model.safetensors 0600; a service running as its own user could not read it
+    old = os.umask(0o022)
+    try:
+        out = _export(tiny_run, "merged", tmp_path / "merged")
+    finally:
+        os.umask(old)
+    modes = {f.name: f.stat().st_mode & 0o777 for f in out.iterdir()}
+    assert modes["model.safetensors"] == 0o644 and set(modes.values()) == {0o644}, modes
+
+
 def test_full_disk_during_an_export_is_one_clear_message_and_leaves_nothing(tiny_run, tmp_path):
     # RLIMIT_FSIZE (no root needed) with SIGXFSZ ignored: writes fail with EFBIG as on a full disk.
     import resource

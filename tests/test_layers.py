@@ -23,7 +23,7 @@ PACKAGES = ("mcp_rl", "scenario_gen", "judges")
 
 BASE = (
     "mcp_rl.servers", "mcp_rl.models", "mcp_rl.task", "mcp_rl.answer_rule", "mcp_rl.trajectory",
-    "mcp_rl.structured", "mcp_rl.usage", "mcp_rl.errors", "mcp_rl.faults", "mcp_rl.toolcalls", "mcp_rl.policy_prompt",
+    "mcp_rl.structured", "mcp_rl.usage", "mcp_rl.errors", "mcp_rl.faults", "mcp_rl.atomic", "mcp_rl.toolcalls", "mcp_rl.policy_prompt",
 )  # fmt: skip
 LAYERS = {"base": 0, "rollout": 1, "scenario_gen": 2, "judges": 2, "training": 3, "cli": 4}
 

@@ -10,10 +10,11 @@ from typing import Annotated, Any
 import anyio
 import typer
 
+from mcp_rl.atomic import write_atomic
 from mcp_rl.cli.app import app, console, err_console, load_helper_model
 from mcp_rl.cli.from_config import config_options
 from mcp_rl.cli.options import ServerOptions, TestFractionOpt, ValFractionOpt, check_fractions, check_output
-from mcp_rl.errors import ConfigError
+from mcp_rl.errors import ConfigError, TaskError
 from mcp_rl.models import close_models
 from mcp_rl.models.defaults import DEFAULT_WRITER_MODEL
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
@@ -129,6 +130,9 @@ def generate_command(
             "--report", help="Write the generation report as JSON here (default: next to the output)."
         ),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace OUTPUT if it exists and is not empty.")
+    ] = False,
 ) -> None:
     """Write a validated, split task set for a server: tasks an LLM writes from the tools, and grounded
     tasks whose reference answers come from real calls (re-run to check them)."""
@@ -138,7 +142,7 @@ def generate_command(
 
     spec, policy = servers.spec(), servers.policy()
     detect_format(output)  # a bad output name fails now, not after minutes of generation
-    check_output(output, "--output")
+    check_output(output, "--output", force=force, directory=detect_format(output) == "hf")
     check_fractions(val_fraction, test_fraction)
     if policy_model and not check_with:
         raise ConfigError(
@@ -156,12 +160,18 @@ def generate_command(
         tasks, report = anyio.run(_run, spec, policy, gen_model, cfg, checker, pol, check_attempts)
     finally:
         close_models(gen_model, checker, pol)
+    render(report, console)
+    if not tasks:  # never an empty result over anything: the old output, if any, is left as it was
+        raise TaskError(
+            f"no task was kept ({report.requested} asked for; dropped: {dict(report.dropped) or 'none'}): "
+            f"nothing was written to {output}",
+            hint="see why tasks were dropped above; try more --explore-calls, another --generator or --seed",
+        )
     path = save_tasks(tasks, output)
     rpath = report_path or (
         path / "generation_report.json" if path.is_dir() else path.with_name(path.stem + ".report.json")
     )
-    rpath.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    render(report, console)
+    write_atomic(rpath, report.model_dump_json(indent=2) + "\n")
     console.print(
         f"[bold green]wrote {len(tasks)} tasks[/] to {path} in {time.monotonic() - t0:.0f} s "
         f"({report.grounded} grounded, {report.written} written; {report.train} train / {report.val} val / {report.test} test); report: {rpath}"

@@ -158,6 +158,9 @@ def judge(
     ] = 2,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Judge calls in flight.")] = 4,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per judge call.")] = 900.0,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the --output file if it exists and is not empty.")
+    ] = False,
 ) -> None:
     """Score saved trajectories: RULER per group (by group id, else task id) plus the deterministic checks."""
     from judges import JudgeCache, JudgeConfig, Ruler, judge_trajectories, load_rubric
@@ -166,7 +169,7 @@ def judge(
 
     if output is not None and output.suffix not in (".parquet", ".jsonl"):
         raise ConfigError(f"cannot write {output}: use a .parquet or .jsonl file name")
-    check_output(output, "--output")
+    check_output(output, "--output", force=force)
     trajs = _load_trajectories(trajectories)
     task_map = _load_tasks(tasks)
     tool_list = _load_tools(tools, trajs)

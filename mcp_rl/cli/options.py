@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -52,7 +53,7 @@ class ServerOptions(BaseModel):
     env: list[str] = Field(default_factory=list)
     """KEY=VALUE for a stdio server's environment (repeatable)."""
     header: list[str] = Field(default_factory=list)
-    """KEY=VALUE HTTP header, e.g. an auth token (repeatable)."""
+    """KEY=VALUE HTTP header, e.g. an auth token, or curl's 'Authorization: Bearer TOKEN' (repeatable)."""
     allow_tools: list[str] = Field(default_factory=list)
     """Only use tools matching these globs (repeatable). An irreversible tool (delete, send, shell
     ...) is used only when a pattern here names it (more than `*`), with a warning."""
@@ -106,19 +107,45 @@ class ServerOptions(BaseModel):
         )
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
+
+
 def _pairs(items: list[str], what: str) -> dict[str, str]:
+    """KEY=VALUE pairs (and for --header also curl's "Name: value"). The values are secrets: an
+    error names the flag, its position and a valid name, never the text given (`--env sk-...` with
+    no `=` is a key typed where KEY=VALUE belongs)."""
+    header = what == "--header"
+    pattern = _HEADER_NAME if header else _ENV_NAME
     out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"{what} {item!r} is not KEY=VALUE")
-        out[key.strip()] = value
+    for n, item in enumerate(items, 1):
+        # The first separator wins: a name holds neither, a value may hold both ("Bearer a=b").
+        seps = [i for i in (item.find("="), item.find(":") if header else -1) if i >= 0]
+        at = min(seps, default=-1)
+        key = item[:at].strip()
+        if at < 0 or not pattern.fullmatch(key):
+            form = "KEY=VALUE (or curl's 'Name: value')" if header else "KEY=VALUE"
+            raise ConfigError(
+                f"{what} number {n} is not {form}; its text is not shown, since it may be a secret",
+                hint=f"e.g. {what} " + ("'Authorization: Bearer TOKEN'" if header else "API_KEY=VALUE"),
+            )
+        value = item[at + 1 :]
+        out[key] = value.strip() if item[at] == ":" else value  # curl's form has a space after ':'
     return out
 
 
-def check_output(path: Path | None, flag: str) -> None:
-    """Fail before any work when an output file cannot be written (a path through a regular file,
-    a directory, no permission), instead of with a traceback after minutes of work."""
+def not_empty(path: Path) -> bool:
+    """A file with content, or a directory with anything in it: what an output must not replace unasked."""
+    if path.is_dir():
+        return any(path.iterdir())
+    return path.exists() and path.stat().st_size > 0
+
+
+def check_output(path: Path | None, flag: str, *, force: bool = False, directory: bool = False) -> None:
+    """Fail before any work when an output cannot be written (a path through a regular file, a
+    directory where a file belongs, no permission), instead of with a traceback after minutes of
+    work; and when it would replace a non-empty file or directory without `--force`. `directory`:
+    the output may be a directory (a datasets layout)."""
     if path is None:
         return
     try:
@@ -127,7 +154,12 @@ def check_output(path: Path | None, flag: str) -> None:
         raise ConfigError(
             f"cannot write {flag} {path}: {e.strerror} ({e.filename})", hint="choose a writable path"
         ) from None
-    if path.is_dir():
+    if path.is_dir() and not directory:
         raise ConfigError(f"cannot write {flag} {path}: it is a directory", hint="give a file name")
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise ConfigError(f"cannot write {flag} {path}: permission denied", hint="choose a writable path")
+    if not force and not_empty(path):
+        raise ConfigError(
+            f"{flag} {path} exists and is not empty",
+            hint="choose another path, or pass --force to replace it",
+        )

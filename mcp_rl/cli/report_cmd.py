@@ -23,6 +23,6 @@ def report_command(
     per-tool error rates, time per phase, and example trajectories before and after."""
     from mcp_rl.html_report import write_report
 
-    check_output(out, "--out")
+    check_output(out, "--out", force=True)  # a report is derived from the run: made again, it replaces itself
     path = write_report(run_dir, out)
     console.print(f"report written: [bold]{path}[/] (open it in a browser)")

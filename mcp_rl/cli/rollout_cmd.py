@@ -17,6 +17,7 @@ from mcp_rl.errors import ConfigError
 from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
 from mcp_rl.rollout import RolloutConfig, SessionPool, run_tasks
 from mcp_rl.rollout.show import print_trajectories
+from mcp_rl.task import MAX_TASK_TEXT
 from mcp_rl.trajectory import Trajectory, save_trajectories
 
 _MAX_SERVERS = 8
@@ -59,6 +60,9 @@ def rollout(
         Path | None,
         typer.Option("--save", "-o", help="Write the trajectories to FILE.parquet or FILE.jsonl."),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the --save file if it exists and is not empty.")
+    ] = False,
 ) -> None:
     """Run episodes of a model against a live MCP server and print them (turns, calls, results, answer)."""
     tasks = [t for t in (task or []) if t.strip()]
@@ -68,7 +72,14 @@ def rollout(
         raise ConfigError(
             f"cannot save to {save}: unknown file type", hint="use a .parquet or .jsonl file name"
         )
-    check_output(save, "--save")
+    check_output(save, "--save", force=force)
+    too_long = [n for n, t in enumerate(tasks, 1) if len(t) > MAX_TASK_TEXT]
+    if too_long:
+        raise ConfigError(
+            f"--task number {too_long[0]} is {len(tasks[too_long[0] - 1]):,} characters long; "
+            f"a task may have at most {MAX_TASK_TEXT:,}",
+            hint="a task is a request a user would type: put data the tools should read into the server",
+        )
     spec, policy = servers.spec(), servers.policy()
     cfg = RolloutConfig(
         max_turns=max_turns,
@@ -126,5 +137,5 @@ def rollout(
     for trajs in groups:
         print_trajectories(console, trajs)
     if save is not None:
-        path = save_trajectories([t for g in groups for t in g], save)
+        path = save_trajectories([t for g in groups for t in g], save, redact=spec.redact)
         console.print(f"saved {sum(len(g) for g in groups)} trajectories to {path}")

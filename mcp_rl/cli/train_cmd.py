@@ -15,7 +15,7 @@ from mcp_rl.cli.app import app, console
 from mcp_rl.cli.from_config import Given, config_options, validate
 from mcp_rl.cli.options import ServerOptions
 from mcp_rl.cli.progress import RichPhases
-from mcp_rl.errors import ConfigError, McpRlError
+from mcp_rl.errors import ConfigError, McpRlError, OutputError
 from mcp_rl.rundir import RunDir, no_room, no_room_error
 from mcp_rl.servers import ServerSpec
 from mcp_rl.tracking import check_trackers
@@ -27,9 +27,10 @@ def _resumed_spec(saved: dict[str, Any], given: ServerSpec | None, connection: d
     timeouts, except those given again."""
     old = ServerSpec.model_validate(saved)
     if given is None:
-        if "***" in old.env.values() or "***" in old.headers.values():
+        if "***" in old.env.values() or "***" in old.headers.values() or "***" in (old.url or ""):
             raise ConfigError(
-                "this run's server needs env values or headers that were not saved (they are secrets)",
+                "this run's server needs env values, headers or URL credentials that were not saved "
+                "(they are secrets)",
                 hint="pass the same --server/--config (and --env/--header) again with --resume",
             )
         given = old
@@ -163,7 +164,7 @@ def _fit(train_cfg: TrainConfig, spec: ServerSpec, run: RunDir, resumed: bool, m
             shutil.rmtree(run.path, ignore_errors=True)
         # Writes outside RunDir's own guards (trajectory files, a library's own writer) that ran
         # out of room still end in one clear, resumable message.
-        if isinstance(e, McpRlError) or not no_room(e):
+        if (isinstance(e, McpRlError) and not isinstance(e, OutputError)) or not no_room(e):
             raise
         raise no_room_error("writing the run", run.path, run.path, e) from None
     _report(result)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
 
 from mcp_rl.figures import pct, rate_text
+from mcp_rl.servers.spec import masked_url
 
 _RESULT_KEYS = (
     "step", "episodes", "success", "success_low", "success_high", "success_n",
@@ -60,24 +60,13 @@ def public_config(config: Any) -> Any:
             if k in ("env", "headers") and isinstance(v, dict):
                 out[k] = {name: "***" for name in v}
             elif k == "url" and isinstance(v, str):
-                out[k] = safe_url(v)
+                out[k] = masked_url(v)
             else:
                 out[k] = public_config(v)
         return out
     if isinstance(config, list):
         return [public_config(v) for v in config]
     return config
-
-
-def safe_url(url: str) -> str:
-    """A URL without user:password and query string (tokens sometimes ride there)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "***"
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def run_results(metrics: list[dict[str, Any]], step: int | None, best_step: int | None) -> dict[str, Any]:

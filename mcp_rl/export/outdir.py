@@ -52,11 +52,14 @@ def staged(out: Path) -> Iterator[Path]:
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             os.replace(out, old)
-        # mkdtemp makes the staging directory private (0700); an export is meant to be read by other
-        # programs, e.g. an Ollama service running as its own user: give it the usual mode.
+        # mkdtemp makes the staging directory private (0700), and safetensors writes its files 0600;
+        # an export is meant to be read by other programs, e.g. an inference service running as its
+        # own user: the directory and every file get the usual modes (0755 and 0644 under umask 022).
         umask = os.umask(0)
         os.umask(umask)
         tmp.chmod(0o777 & ~umask)
+        for f in tmp.rglob("*"):
+            f.chmod((0o777 if f.is_dir() else 0o666) & ~umask)
         os.replace(tmp, out)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)

@@ -18,7 +18,8 @@ TOKEN_ENV = "MCP_RL_SERVE_TOKEN"
 
 
 def token_from_env(var: str | None) -> tuple[str | None, str | None]:
-    """(token, the variable it came from): `var` when given (it must be set), else MCP_RL_SERVE_TOKEN."""
+    """(token, the variable it came from): `var` when given (it must be set), else MCP_RL_SERVE_TOKEN
+    when set (set but empty is refused); (None, None) when neither is."""
     if var:
         value = os.environ.get(var, "")
         if not value.strip():
@@ -27,8 +28,15 @@ def token_from_env(var: str | None) -> tuple[str | None, str | None]:
                 hint=f"export {var}=<a long random secret> before starting the server",
             )
         return value.strip(), var
-    value = os.environ.get(TOKEN_ENV, "").strip()
-    return (value, TOKEN_ENV) if value else (None, None)
+    if TOKEN_ENV not in os.environ:
+        return None, None
+    value = os.environ[TOKEN_ENV].strip()
+    if not value:  # set but empty: almost always a failed `export X=$(...)`, not a wish for no auth
+        raise ConfigError(
+            f"{TOKEN_ENV} is set but empty: serving without authentication was not asked for",
+            hint=f"export {TOKEN_ENV}=<a long random secret>, or unset it to serve without a token",
+        )
+    return value, TOKEN_ENV
 
 
 class BearerAuth:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from mcp_rl.servers.results import CallStatus, ToolResult
@@ -53,12 +54,17 @@ def render_block(block: Any) -> str:
     return f"[{kind or type(block).__name__} content]"
 
 
-def normalize_call_result(result: Any, budget: int, latency_s: float = 0.0) -> ToolResult:
-    """A `CallToolResult` as a ToolResult: failure recognized however the server reported it."""
+def normalize_call_result(
+    result: Any, budget: int, latency_s: float = 0.0, redact: Callable[[str], str] | None = None
+) -> ToolResult:
+    """A `CallToolResult` as a ToolResult: failure recognized however the server reported it, and
+    `redact` (the server's secrets out) applied to the whole text before it is cut to `budget`."""
     parts = [render_block(b) for b in (result.content or [])]
     if not any(p.strip() for p in parts) and result.structured_content is not None:
         parts = [json.dumps(result.structured_content, ensure_ascii=False)]
     text = "\n".join(parts)
+    if redact is not None:
+        text = redact(text)
     failed = bool(result.is_error) or bool(_ERROR_TEXT.match(text))
     text, truncated = cut(text, budget)
     return ToolResult(

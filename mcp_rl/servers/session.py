@@ -326,7 +326,12 @@ class ServerSession:
         return None
 
     async def call(self, name: str, arguments: Any = None) -> ToolResult:
-        """Run one tool call. Never raises for anything the server or the arguments do."""
+        """Run one tool call. Never raises for anything the server or the arguments do.
+
+        This is where every ToolResult from a server is made, so it is where secrets are taken out
+        (before the result is cut to its budget, so no half of one survives): a tool that echoes its
+        environment (server-everything's get-env) or a header shows '***' to the model, and so to
+        trajectories, tasks, reports and exports (`ServerSpec.redact`)."""
         arguments = {} if arguments is None else arguments
         problem = self.check_call(name, arguments)
         if problem:
@@ -339,7 +344,7 @@ class ServerSession:
         def done(status: CallStatus, text: str) -> ToolResult:
             if status is CallStatus.CRASH:
                 self._crashed = True  # the next reset() reconnects
-            text, truncated = cut(text, self.result_budget)
+            text, truncated = cut(self.spec.redact(text), self.result_budget)  # whole, then cut
             return ToolResult(
                 status=status, text=text, latency_s=time.monotonic() - start, truncated=truncated
             )
@@ -365,7 +370,9 @@ class ServerSession:
             return done(CallStatus.CRASH, self._crash_text(f"{type(e).__name__}: {e}"))
         except RuntimeError as e:  # e.g. structured output that breaks the tool's own output schema
             return done(CallStatus.PROTOCOL_ERROR, f"the server's result was malformed: {e}")
-        return normalize_call_result(result, self.result_budget, latency_s=time.monotonic() - start)
+        return normalize_call_result(
+            result, self.result_budget, latency_s=time.monotonic() - start, redact=self.spec.redact
+        )
 
     # --- errors ----------------------------------------------------------------------------
     def _client(self) -> Client:
@@ -406,16 +413,16 @@ class ServerSession:
             return ServerStartError(f"cannot start server: {spec.command[0]!r} is not executable")
         if spec.transport != "stdio":
             names = {type(e).__name__ for e in leaves}
-            detail = "; ".join(f"{type(e).__name__}: {e}" for e in leaves)[:400]
+            detail = spec.redact("; ".join(f"{type(e).__name__}: {e}" for e in leaves))[:400]
             if any("Connect" in n for n in names):
                 return ServerStartError(
-                    f"cannot reach server at {spec.url}: connection refused or host unreachable",
+                    f"cannot reach server at {spec.describe()}: connection refused or host unreachable",
                     hint="check the URL and that the server is running",
                 )
             return ServerStartError(
-                f"cannot talk to server at {spec.url}: {detail}", hint="check the URL, path and headers"
+                f"cannot talk to server at {spec.describe()}: {detail}", hint="check the URL, path and headers"
             )
-        detail = "; ".join(f"{type(e).__name__}: {e}" for e in leaves)[:400]
+        detail = spec.redact("; ".join(f"{type(e).__name__}: {e}" for e in leaves))[:400]
         return ServerStartError(
             f"server {spec.describe()!r} stopped before it finished the MCP handshake ({detail})",
             hint=self._stderr_hint("run the command by hand to see why it exits"),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import re
 import shlex
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
@@ -46,7 +49,7 @@ class ServerSpec(BaseModel):
             url = urlparse(text)
             if not url.hostname:
                 raise ConfigError(
-                    f"not a valid server URL: {text!r}", hint="use e.g. http://127.0.0.1:8000/mcp"
+                    f"not a valid server URL: {masked_url(text)!r}", hint="use e.g. http://127.0.0.1:8000/mcp"
                 )
             transport: Transport = "sse" if url.path.rstrip("/").endswith("/sse") else "http"
             return cls(name=url.hostname, transport=transport, url=text, headers=headers or {}, env={})
@@ -123,22 +126,31 @@ class ServerSpec(BaseModel):
         )
 
     def public(self) -> dict[str, Any]:
-        """What may be shown or saved: secrets (env values, header values) replaced by '***'."""
+        """What may be shown or saved: secrets (env values, header values) replaced by '***', and the
+        URL's credentials masked (`masked_url`). The real URL stays in memory only."""
         data = self.model_dump()
         data["env"] = {k: "***" for k in self.env}
         data["headers"] = {k: "***" for k in self.headers}
+        if self.url:
+            data["url"] = masked_url(self.url)
         return data
 
     def secret_values(self) -> list[str]:
-        """Every value that must never be written down: env and header values (and the token of an
-        "Authorization: Bearer <token>" style header), longest first so that redaction is greedy."""
-        values: set[str] = set()
+        """Every value that must never be written down or shown to a model, longest first so that
+        redaction is greedy: env and header values (and the token of an "Authorization: Bearer
+        <token>" style header), the credentials in the server URL, and `ambient_secrets()` (API keys
+        and tokens in our own environment, the serve token among them)."""
+        values: set[str] = set(ambient_secrets())
         for v in [*self.env.values(), *self.headers.values()]:
             values.add(v)
             values.update(w for w in v.split() if w.lower() not in _AUTH_SCHEMES)
-        return sorted((v for v in values if len(v) >= 6), key=len, reverse=True)
+        if self.url:
+            values.update(url_secrets(self.url))
+        return sorted((v for v in values if len(v) >= _MIN_SECRET), key=len, reverse=True)
 
     def redact(self, text: str) -> str:
+        """`text` with every `secret_values()` value replaced by '***'. Applied where a tool result is
+        made (`ServerSession.call`), to the server's stderr log, and by the writers of trajectories."""
         for v in self.secret_values():
             text = text.replace(v, "***")
         return text
@@ -152,10 +164,70 @@ class ServerSpec(BaseModel):
         )
 
     def describe(self) -> str:
-        return self.url if self.transport != "stdio" else shlex.join(self.command)
+        """The server as shown to the user: the URL with its credentials masked, or the command line."""
+        return masked_url(self.url or "") if self.transport != "stdio" else shlex.join(self.command)
 
 
 _AUTH_SCHEMES = {"bearer", "basic", "token", "digest", "apikey"}
+_MIN_SECRET = 6
+"""Shorter values are not redacted: "1" or "true" would blank out every number and flag."""
+# A name (env variable, query parameter) whose value is a credential: one of these words, or a
+# word ending in one of the endings ("apikey", "accesstoken"; not "monkey"), split at _ - . and case.
+_SECRET_WORDS = {"key", "token", "secret", "password", "passwd", "pass", "auth", "authorization",
+                 "sig", "signature", "credential", "credentials", "jwt", "bearer"}  # fmt: skip
+_SECRET_ENDINGS = ("apikey", "accesskey", "secretkey", "privatekey", "token", "secret", "password")
+# Variables we pass on to stdio servers whose value may be a URL with a password in it.
+_URL_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "UV_INDEX_URL", "PIP_INDEX_URL",
+             "UV_EXTRA_INDEX_URL", "PIP_EXTRA_INDEX_URL", "NPM_CONFIG_REGISTRY", "npm_config_registry")  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every variable of the environment at every redaction
+def secret_name(name: str) -> bool:
+    """Whether a variable or query parameter called `name` holds a credential (api_key, token,
+    OPENAI_API_KEY, MCP_RL_SERVE_TOKEN, accessToken, client_secret, password, sig, ...)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+    return any(w in _SECRET_WORDS or w.endswith(_SECRET_ENDINGS) for w in words)
+
+
+def ambient_secrets() -> list[str]:
+    """Credentials in our own environment: every variable named like one (model API keys, the serve
+    token, tracker keys), and the passwords in proxy and package-index URLs passed on to servers."""
+    found = [v for k, v in os.environ.items() if secret_name(k) and v.strip()]
+    for var in _URL_VARS:
+        if os.environ.get(var):
+            found += url_secrets(os.environ[var])
+    return found
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials a URL carries: its user and password, and secret-named query values."""
+    try:
+        parts = urlsplit(url)
+        found = [x for x in (parts.username, parts.password) if x]
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if secret_name(k) and v]
+    except ValueError:
+        return []
+    return found
+
+
+def masked_url(url: str) -> str:
+    """`url` as it may be shown or saved: user:password replaced by '***', and the value of every
+    query parameter named like a credential (api_key, token, key, secret, password, ...) by '***'.
+    A URL that does not parse is masked whole."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return "***"
+    if any(secret_name(k) for k, _ in query):
+        masked = urlencode([(k, "***" if secret_name(k) else v) for k, v in query], safe="*")
+    else:
+        masked = parts.query
+    return urlunsplit((parts.scheme, netloc, parts.path, masked, parts.fragment))
 
 
 def _name_from_argv(argv: list[str]) -> str:
