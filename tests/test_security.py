@@ -8,6 +8,7 @@ tests/test_train_cli.py.
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -116,9 +117,10 @@ def test_task_exploration_never_calls_a_destructive_tool(tmp_path: Path) -> None
         "generate", "--server", server, "-n", "2", "-o", str(tmp_path / "t.jsonl"), "--generator", "tiny",
         "--explore-calls", "40", "--seed", "3",
     )  # fmt: skip
-    assert r.returncode == 0, r.stderr[-2000:]
-    report = json.loads((tmp_path / "t.report.json").read_text())
-    assert report["exploration"]["calls"] > 0, "exploration really called tools"
+    # the tiny writer's garbage may leave no task at all (exit 2, nothing written); exploration ran anyway
+    assert r.returncode in (0, 2), r.stderr[-2000:]
+    explored = re.search(r"exploration +(\d+) calls", r.stdout + r.stderr)
+    assert explored and int(explored.group(1)) > 0, "exploration really called tools"
     from examples.servers.inventory_store import generate
 
     assert _items(state) == {i.id for i in generate(0).items}, "no item was deleted"
