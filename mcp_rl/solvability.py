@@ -11,10 +11,13 @@ them less.
 Grounded tasks are checked against their reference answer, refreshed by re-running the reference
 calls when it depends on time or state; other tasks by the checker's own binary verdict.
 
-Cost, measured with the offline default writer (a 1.5B on 2 CPU cores): an attempt is one episode of
-a few turns plus, for a written task, one verdict, so a pass over 48 tasks costs tens of minutes. So
-the default attempts only written tasks, once each, for at most 3 turns: grounded tasks were already
-verified by re-running their calls (`--check-grounded` attempts them too).
+Cost, measured (2026-12-03, the offline 1.5B writer on one thread of 2 shared cores, load average
+6-7): 4 written stats_lab tasks, 1 attempt of at most 3 turns each, took 540 s (about 40 CPU-seconds
+a task); the self-contained verdicts of the same 4 tasks took 175 s. A pass over all 48 tasks of a
+set would cost far more than a few minutes, so the default attempts only written tasks, once each,
+for at most 3 turns: grounded tasks were already verified by re-running their calls
+(`--check-grounded` attempts them too). Budget about half a minute per written task on a quiet
+machine, or `--no-solvability`.
 """
 
 from __future__ import annotations
@@ -62,10 +65,23 @@ async def _solve_rates(
         if task.answer_depends_on_state and task.reference_calls:
             outcome = await verify(pool.first, task)
             reference = outcome.fresh_answer or reference
-        verdicts = [await decide_success(t, task, judge, references=[reference]) for t in trajs]
-        known = [v.success for v in verdicts if v.success is not None]
+        outcomes = [_outcome(await decide_success(t, task, judge, references=[reference]), t) for t in trajs]
+        known = [v for v in outcomes if v is not None]
         rates.append(sum(known) / len(known) if known else None)
     return rates
+
+
+def _outcome(verdict: Any, traj: Any) -> bool | None:
+    """An attempt's say on whether the task can be solved. An attempt that answered from its own head,
+    calling no tool (a value no tool returned: the faithfulness gate), says nothing about the task:
+    measured, the 1.5B writer answered "the mean of 4, 8 and 15" with mental arithmetic, which strict
+    grading fails, and the task was dropped. Such an attempt is not graded (None), not a failure."""
+    if traj.tool_calls or verdict.success is not False:
+        return verdict.success
+    skipped_tools = verdict.answered_without_tools or (
+        verdict.gates.get("answered") and verdict.gates.get("answer_faithful") is False
+    )
+    return None if skipped_tools else False
 
 
 def _mark(rate: float | None) -> str:

@@ -136,3 +136,22 @@ def test_generate_reports_the_tasks_no_attempt_solved():
     assert tasks and all(t.source == "grounded" for t in tasks)
     assert report.dropped["no attempt solved it"] == 2
     assert len(report.drop_examples["no attempt solved it"]) == 2
+
+
+class FakeMentalArithmetic:
+    """A fake checker that answers every task from its own head with a number no tool returned (as the
+    1.5B writer did for "the mean of 4, 8 and 15"), never calling a tool."""
+
+    name = "fake-mental-arithmetic"
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] == VERDICT_SYSTEM:
+            return [Completion(text='{"success": true, "explanation": "looks right"}')]
+        return [Completion(text="The answer is 4817.")]
+
+
+def test_an_attempt_that_never_called_a_tool_neither_solves_nor_drops_a_task(tasks):
+    written = [t for t in tasks if t.source == "written"]
+    kept = _check(written, FakeMentalArithmetic())
+    assert [t.id for t in kept] == [t.id for t in written]
+    assert all(t.notes["solved"] == "unknown" and t.notes["solve_rate"] is None for t in kept)
