@@ -83,17 +83,29 @@ class Trainer:
 
         # Resuming: the run's own task set. An empty one (left by an older version after a failed
         # generation) is generated again rather than leaving a run that can never resume.
+        report = None
         tasks = load_tasks(self.run.tasks_file) if self.run.tasks_file.exists() else []
-        if tasks:
-            return held_out_splits(tasks)
-        tasks = load_tasks(self.cfg.tasks_file) if self.cfg.tasks_file else await self._generate(pool)
-        # Checked before it is saved: a task set that cannot train (0 tasks kept, a split empty) leaves
-        # no tasks.jsonl, so the new run directory is removed and a resumed one generates again.
-        splits = held_out_splits(tasks)
-        save_tasks(tasks, self.run.tasks_file)
-        return splits
+        if not tasks:
+            if self.cfg.tasks_file:
+                tasks = load_tasks(self.cfg.tasks_file)
+            else:
+                tasks, report = await self._generate(pool)
+            # Checked before it is saved: a task set that cannot train (0 tasks kept, a split empty)
+            # leaves no tasks.jsonl, so the new run directory is removed and a resumed one generates again.
+            held_out_splits(tasks)
+            save_tasks(tasks, self.run.tasks_file)
+        self._say_quality(tasks, [t.name for t in pool.tools], report)
+        return held_out_splits(tasks)
 
-    async def _generate(self, pool: SessionPool) -> list[Task]:
+    def _say_quality(self, tasks: list[Task], allowed: list[str], report: Any) -> None:
+        """The task set's quality figures, before any training: a set that cannot measure success
+        says so now, not after hours of steps."""
+        from scenario_gen.quality import quality_figures, quality_lines
+
+        for line in quality_lines(quality_figures(tasks, allowed, report)):
+            self.say(line)
+
+    async def _generate(self, pool: SessionPool) -> tuple[list[Task], Any]:
         from scenario_gen.generate import EXPLORE_RESULT_BUDGET, GenerateConfig, generate_tasks
 
         cfg = self.cfg
@@ -112,13 +124,36 @@ class Trainer:
             budget, ps.session.result_budget = ps.session.result_budget, EXPLORE_RESULT_BUDGET
             try:  # exploration reads whole results (a cut JSON result yields no facts)
                 tasks, report = await generate_tasks(
-                    ps.session, writer, gen, progress=lambda msg, _r: self.say(f"  {msg}")
-                )
+                    ps.session, writer, gen, progress=lambda msg, _r: self.say(f"  {msg}"),
+                    solvability=self._solvability(pool),
+                )  # fmt: skip
             finally:
                 ps.session.result_budget = budget
         grounded = sum(t.source == "grounded" for t in tasks)
         self.say(f"tasks: {len(tasks)} kept ({grounded} grounded), dropped {dict(report.dropped)}")
-        return tasks
+        return tasks, report
+
+    def _solvability(self, pool: SessionPool) -> Any:
+        """The solvability pass of the trainer's own generation (`--no-solvability`: none). Its
+        episodes take the pool's other sessions while generation holds one."""
+        from mcp_rl.solvability import check_solvability
+
+        check = self.cfg.solvability
+        if not check.enabled:
+            return None
+        checker = self.model(check.check_with or self.cfg.generator)
+
+        async def hook(tasks: list[Task]) -> list[Task]:
+            return await check_solvability(
+                tasks,
+                pool,
+                checker,
+                attempts=check.attempts,
+                max_turns=check.max_turns,
+                grounded=check.grounded,
+            )
+
+        return hook
 
     def model(self, name: str) -> ChatModel:
         """A helper model (task writer, judge), loaded once: the default writer and judge are the same."""
@@ -200,7 +235,9 @@ class Trainer:
             t.metadata["step"] = step
         return trajs
 
-    async def evaluate(self, pool: SessionPool, tasks: list[Task], step: int, split: str = "val") -> dict[str, Any]:
+    async def evaluate(
+        self, pool: SessionPool, tasks: list[Task], step: int, split: str = "val"
+    ) -> dict[str, Any]:
         """Episodes of a held-out split with the current adapter (step 0: the base model, adapter off),
         graded: checked success, and judged success where a success judge exists."""
         t0 = time.monotonic()

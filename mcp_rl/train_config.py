@@ -11,6 +11,7 @@ from mcp_rl.grpo_config import GRPOConfig
 from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL, DEFAULT_POLICY_MODEL, DEFAULT_WRITER_MODEL
 from mcp_rl.rollout import RolloutConfig
 from mcp_rl.servers import ToolPolicy
+from mcp_rl.solvability import SolvabilitySettings
 
 
 class LoraSettings(BaseModel):
@@ -57,6 +58,8 @@ class TrainConfig(BaseModel):
     """Task-writing model."""
     instructions: str = ""
     """Steer the theme of generated tasks."""
+    solvability: SolvabilitySettings = Field(default_factory=SolvabilitySettings)
+    """The solvability pass of the trainer's own generation (not run on a --tasks file)."""
     grounded_share: float = Field(default=0.7, ge=0.0, le=1.0)
     """The share of generated tasks aimed to be grounded (checked success needs them; val and test
     take grounded tasks first, while train keeps 40% of them)."""

@@ -31,6 +31,9 @@ class GenReport(BaseModel):
     """Tasks that named a tool and were rewritten instead of dropped."""
     verification: dict[str, int] = Field(default_factory=dict)
     """Grounded tasks re-run before keeping: stable / changed (time or state) / failed."""
+    self_contained: dict[str, int] = Field(default_factory=dict)
+    """Written tasks through the self-contained check: checked / passed / unchecked (no readable verdict:
+    kept); the rest were dropped, by reason in `dropped`."""
     coverage: dict[str, dict[str, int]] = Field(default_factory=dict)
     """tool -> {"written": n, "grounded": n}"""
     uncovered_tools: list[str] = Field(default_factory=list)

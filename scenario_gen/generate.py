@@ -27,6 +27,7 @@ from scenario_gen.dedup import Similarity, default_similarity
 from scenario_gen.explorer import ExplorableSession, Explorer
 from scenario_gen.gen_report import GenReport, count_problems
 from scenario_gen.grounded import GroundedWriter, verify
+from scenario_gen.self_contained import MODEL_SAYS, UNCHECKED, self_contained
 from scenario_gen.split import split_report, split_tasks
 from scenario_gen.validate import Verdict, check_task, drop_near_duplicates, leaked_names, strip_tool_mentions
 from scenario_gen.writer import TaskWriter, WrittenItem, task_id
@@ -58,6 +59,9 @@ class GenerateConfig(BaseModel):
     """Writer batches before giving up; default scales with n."""
     concurrency: int = Field(default=4, ge=1)
     verify_grounded: bool = True
+    self_contained_model: bool = True
+    """Ask the writer model whether each written task can be done from its text and the tools (the
+    deterministic rules of `scenario_gen.self_contained` always run)."""
 
     @model_validator(mode="after")
     def _room_for_train(self) -> GenerateConfig:
@@ -223,6 +227,36 @@ class _Run:
         self.report.rewritten += 1
         return task.model_copy(update={"text": text, "id": task_id(text)})
 
+    async def _self_contained(self, added: list[Task]) -> list[Task]:
+        """Drop the newly kept written tasks that cannot be done from their text and the tools.
+        Run after de-duplication, so the model is asked once per distinct task."""
+        model = self.model if self.cfg.self_contained_model else None
+        gate = asyncio.Semaphore(self.cfg.concurrency)
+
+        async def one(t: Task) -> tuple[bool, str]:
+            async with gate:
+                return await self_contained(t, self.session.tools, model)
+
+        verdicts = await asyncio.gather(*(one(t) for t in added))
+        sc = self.report.self_contained
+        out, gone = [], set()
+        for t, (ok, reason) in zip(added, verdicts, strict=True):
+            sc["checked"] = sc.get("checked", 0) + 1
+            if not ok:
+                # counted by kind; what the model found missing goes with the example
+                kind = MODEL_SAYS if reason.startswith(MODEL_SAYS) else reason
+                missing = reason[len(kind) :].strip(" :")
+                self.report.drop(kind, example=f"{t.text} (missing: {missing})" if missing else t.text)
+                gone.add(t.id)
+                continue
+            key = "unchecked" if reason == UNCHECKED else "passed"
+            sc[key] = sc.get(key, 0) + 1
+            t.notes["self_contained"] = key if model is not None else "rules"
+            out.append(t)
+        self.kept = [t for t in self.kept if t.id not in gone]
+        self.report.kept = len(self.kept)
+        return out
+
     async def written(self, known_values: dict[str, list[str]]) -> None:
         t0 = time.monotonic()
         writer = TaskWriter(
@@ -249,7 +283,7 @@ class _Run:
             if len(batch) < sum(sizes):
                 self.report.drop("writer returned too few", sum(sizes) - len(batch))
             fixed = [t for t in [await self._fix_leak(t) for t in batch] if t is not None]
-            added = self._admit(fixed)
+            added = await self._self_contained(self._admit(fixed))
             empty_in_a_row = 0 if added else empty_in_a_row + 1
             self._say(f"written: {len(added)} kept of {len(batch)}")
             if empty_in_a_row >= 3:
@@ -318,10 +352,12 @@ async def generate_tasks(
     if solvability is not None and tasks:
         t1 = time.monotonic()
         run._say("solvability pass")
-        before = len(tasks)
-        tasks = await solvability(tasks)
-        if before > len(tasks):
-            run.report.drop("no attempt solved it", before - len(tasks))
+        checked = await solvability(tasks)
+        kept_ids = {t.id for t in checked}
+        for t in tasks:
+            if t.id not in kept_ids:
+                run.report.drop("no attempt solved it", example=t.text)
+        tasks = checked
         run.report.timings["solvability"] = time.monotonic() - t1
     prov = Provenance(
         generator=getattr(model, "name", ""),

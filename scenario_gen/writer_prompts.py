@@ -216,3 +216,30 @@ def rewrite_without_names(text: str, names: list[str], language: str = "en") -> 
             ),
         },
     ]
+
+
+SELF_CONTAINED_ASK = "Can this request be done using only what it says and these tools?"
+"""The opening of the self-contained question (fakes of the writer recognize the prompt by it)."""
+
+
+def self_contained_question(text: str, tools: list[ToolSpec], language: str = "en") -> list[Message]:
+    """Ask whether a request carries the inputs it needs or a tool can provide them. The model lists
+    the inputs first: a small model that names them judges "answerable" far better than one asked for
+    a bare yes or no."""
+    lines = [
+        f"Request ({language_name(language)}): {text.strip()}",
+        "",
+        "Tools:",
+        describe_tools(tools),
+        "",
+        SELF_CONTAINED_ASK,
+        "List each input the request needs (a number, a list of values, a name, an id, a unit, a time zone).",
+        'For each, say where it comes from: "text" (the request states it), "tool" (a tool above can look',
+        'it up without being given it first) or "missing" (neither).',
+        'answerable is false when any input is missing; "missing" names it.',
+        'Reply with only JSON: {"inputs": [{"input": "...", "from": "text"}], "answerable": true, "missing": ""}',
+    ]
+    return [
+        {"role": "system", "content": "You review requests for a tool-using assistant. You reply with JSON only"},
+        {"role": "user", "content": "\n".join(lines)},
+    ]

@@ -16,6 +16,7 @@ from mcp_rl.models.base import Completion
 from mcp_rl.servers import CallStatus, ServerSession, ServerSpec, ToolPolicy
 from scenario_gen import GenerateConfig, apply_rule, generate_tasks
 from scenario_gen.explorer import Explorer
+from scenario_gen.writer_prompts import SELF_CONTAINED_ASK
 
 BANK = [
     "Which tents cost less than 250 dollars and are in stock?",
@@ -50,7 +51,8 @@ def _mentions(prompt: str) -> list[str]:
 class FakeTaskWriter:
     """A fake of the task-writing LLM (a ChatModel). It answers each kind of prompt the generator sends:
     written-task batches from a bank of requests, grounded questions built from what the prompt says
-    they must mention, and no argument proposals. Knobs script the failures a weak model shows."""
+    they must mention, no argument proposals, and self-contained verdicts (answerable, unless `missing`
+    names what a request lacks). Knobs script the failures a weak model shows."""
 
     name = "fake-task-writer"
 
@@ -61,7 +63,9 @@ class FakeTaskWriter:
         garbage_every: int = 0,
         repeat: bool = False,
         mute: bool = False,
+        missing: dict[str, str] | None = None,
     ) -> None:
+        self.missing = missing or {}  # request text -> the input the verdict says it lacks
         self.mute = mute  # write no requests at all (every written-task reply is an empty list)
         self.bank = list(bank)
         self.per_call = per_call
@@ -82,6 +86,11 @@ class FakeTaskWriter:
             what = re.search(r"\(the answer is (.*), in data \d", prompt).group(1).replace("`", "")
             about = " and ".join(_mentions(prompt)) or "the shop"
             return [Completion(text=json.dumps({"question": f"Could you tell me {what}, for {about}?"}))]
+        if SELF_CONTAINED_ASK in prompt:
+            text = prompt.split(": ", 1)[1].split("\n", 1)[0]
+            lacks = self.missing.get(text, "")
+            verdict = {"inputs": [], "answerable": not lacks, "missing": lacks}
+            return [Completion(text=json.dumps(verdict))]
         if "Propose arguments" in prompt:
             return [Completion(text='{"arguments": []}')]
         if "Rewrite this request" in prompt:

@@ -15,7 +15,7 @@ from judges.judge_prompts import VERDICT_SYSTEM
 from mcp_rl.models.base import Completion
 from mcp_rl.rollout.pool import SessionPool
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
-from mcp_rl.solvability import check_solvability
+from mcp_rl.solvability import SolvabilitySettings, check_solvability
 from scenario_gen import GenerateConfig, Task, apply_rule, generate_tasks
 
 
@@ -88,3 +88,70 @@ def test_solvability_keeps_solved_tasks_and_marks_those_without_signal(tasks):
 
 def test_solvability_drops_what_nobody_solves(tasks):
     assert _check(tasks, FakeGiveUp()) == []
+
+
+def test_the_default_pass_attempts_only_written_tasks_and_marks_what_it_solved(tasks):
+    check = SolvabilitySettings()
+    assert check.enabled and check.attempts == 1 and not check.grounded
+
+    async def go(checker):
+        async with SessionPool(ServerSpec.parse(INVENTORY), READS, size=1) as pool:
+            return await check_solvability(
+                tasks,
+                pool,
+                checker,
+                attempts=check.attempts,
+                max_turns=check.max_turns,
+                grounded=check.grounded,
+            )
+
+    kept = anyio.run(go, FakeSolver(tasks))
+    assert [t.id for t in kept] == [t.id for t in tasks]
+    for t in kept:
+        if t.source == "written":
+            assert t.notes["solve_rate"] == 1.0 and t.notes["solved"] == "always"
+        else:  # verified by re-running its calls; not attempted again
+            assert "solve_rate" not in t.notes and t.notes == next(x.notes for x in tasks if x.id == t.id)
+    dropped = anyio.run(go, FakeGiveUp())
+    assert [t.id for t in dropped] == [t.id for t in tasks if t.source == "grounded"]
+
+
+def test_generate_reports_the_tasks_no_attempt_solved():
+    async def go():
+        spec = ServerSpec.parse(INVENTORY)
+        async with (
+            SessionPool(spec, READS, size=1) as pool,
+            ServerSession(spec.with_connection(result_budget=20000), READS) as s,
+        ):
+
+            async def solvability(ts):
+                return await check_solvability(
+                    ts, pool, FakeGiveUp(), attempts=1, max_turns=2, grounded=False
+                )
+
+            cfg = GenerateConfig(n=4, grounded_share=0.5, seed=5)
+            return await generate_tasks(s, FakeTaskWriter(), cfg, solvability=solvability)
+
+    tasks, report = anyio.run(go)
+    assert tasks and all(t.source == "grounded" for t in tasks)
+    assert report.dropped["no attempt solved it"] == 2
+    assert len(report.drop_examples["no attempt solved it"]) == 2
+
+
+class FakeMentalArithmetic:
+    """A fake checker that answers every task from its own head with a number no tool returned (as the
+    1.5B writer did for "the mean of 4, 8 and 15"), never calling a tool."""
+
+    name = "fake-mental-arithmetic"
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] == VERDICT_SYSTEM:
+            return [Completion(text='{"success": true, "explanation": "looks right"}')]
+        return [Completion(text="The answer is 4817.")]
+
+
+def test_an_attempt_that_never_called_a_tool_neither_solves_nor_drops_a_task(tasks):
+    written = [t for t in tasks if t.source == "written"]
+    kept = _check(written, FakeMentalArithmetic())
+    assert [t.id for t in kept] == [t.id for t in written]
+    assert all(t.notes["solved"] == "unknown" and t.notes["solve_rate"] is None for t in kept)

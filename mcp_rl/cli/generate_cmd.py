@@ -18,6 +18,7 @@ from mcp_rl.errors import ConfigError, TaskError
 from mcp_rl.models import close_models
 from mcp_rl.models.defaults import DEFAULT_WRITER_MODEL
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
+from mcp_rl.solvability import SolvabilitySettings
 from scenario_gen.generate import EXPLORE_RESULT_BUDGET
 
 
@@ -43,8 +44,9 @@ async def _run(
     cfg: Any,
     checker: Any,
     policy_model: Any,
-    check_attempts: int,
-) -> tuple[list[Any], Any]:
+    check: SolvabilitySettings,
+) -> tuple[list[Any], Any, list[str]]:
+    """The tasks, the report, and the names of the tools the policy may call."""
     from scenario_gen import generate_tasks
 
     solvability = None
@@ -55,8 +57,9 @@ async def _run(
         async def solvability(tasks: list[Any]) -> list[Any]:
             async with SessionPool(spec, policy, size=2) as pool:
                 return await check_solvability(
-                    tasks, pool, checker, attempts=check_attempts, policy=policy_model
-                )
+                    tasks, pool, checker, attempts=check.attempts, policy=policy_model,
+                    max_turns=check.max_turns, grounded=check.grounded,
+                )  # fmt: skip
 
     # exploration reads whole results (a cut JSON result yields no facts)
     session = ServerSession(spec.with_connection(result_budget=EXPLORE_RESULT_BUDGET), policy)
@@ -68,19 +71,21 @@ async def _run(
                     hint="check --allow-tools/--deny-tools, or --allow-destructive: "
                     + json.dumps(s.excluded),
                 )
-            return await generate_tasks(
+            tasks, report = await generate_tasks(
                 s,
                 generator,
                 cfg,
                 progress=lambda msg, r: status.update(_progress_line(msg, r)),
                 solvability=solvability,
             )
+            return tasks, report, [t.name for t in s.tools]
 
 
 @app.command("generate")
 @config_options
 def generate_command(
     servers: ServerOptions,
+    check: SolvabilitySettings,
     n: Annotated[int, typer.Option("-n", "--num", min=1, help="How many tasks to write.")] = 100,
     output: Annotated[
         Path,
@@ -111,19 +116,12 @@ def generate_command(
     explore_calls: Annotated[
         int, typer.Option("--explore-calls", min=0, help="Most exploratory tool calls.")
     ] = 60,
-    check_with: Annotated[
-        str | None,
-        typer.Option(
-            "--check-with", help="A stronger model that attempts each task; unsolved tasks are dropped."
-        ),
-    ] = None,
     policy_model: Annotated[
         str | None,
-        typer.Option("--policy", help="With --check-with: mark tasks this model always or never solves."),
+        typer.Option(
+            "--policy", help="Also mark the tasks this model always or never solves (solvability pass)."
+        ),
     ] = None,
-    check_attempts: Annotated[
-        int, typer.Option("--check-attempts", min=1, help="Attempts per task in the check.")
-    ] = 2,
     report_path: Annotated[
         Path | None,
         typer.Option(
@@ -139,29 +137,33 @@ def generate_command(
     from scenario_gen import GenerateConfig, save_tasks
     from scenario_gen.gen_report import render
     from scenario_gen.io import detect_format
+    from scenario_gen.quality import quality_figures, quality_lines
 
     spec, policy = servers.spec(), servers.policy()
     detect_format(output)  # a bad output name fails now, not after minutes of generation
     check_output(output, "--output", force=force, directory=detect_format(output) == "hf")
     check_fractions(val_fraction, test_fraction)
-    if policy_model and not check_with:
+    if policy_model and not check.enabled:
         raise ConfigError(
-            "--policy needs --check-with", hint="pass --check-with MODEL to run the solvability pass"
+            "--policy needs the solvability pass, which --no-solvability turns off",
+            hint="drop --no-solvability (the pass uses the task writer, or --check-with MODEL)",
         )
     cfg = GenerateConfig(
         n=n, grounded_share=grounded_share, language=language, instructions=instructions, seed=seed,
         val_fraction=val_fraction, test_fraction=test_fraction, allow_destructive=policy.allow_destructive, explore_calls=explore_calls,
     )  # fmt: skip
     gen_model = _load(generator, "task writer")
-    checker = _load(check_with, "checker") if check_with else None
+    # the checker is the writer unless another model is named: one model loaded, not two
+    own_checker = check.enabled and check.check_with not in (None, generator)
+    checker = (_load(check.check_with, "checker") if own_checker else gen_model) if check.enabled else None
     pol = _load(policy_model, "policy") if policy_model else None
     t0 = time.monotonic()
     try:
-        tasks, report = anyio.run(_run, spec, policy, gen_model, cfg, checker, pol, check_attempts)
+        tasks, report, allowed = anyio.run(_run, spec, policy, gen_model, cfg, checker, pol, check)
     finally:
-        close_models(gen_model, checker, pol)
-    render(report, console)
+        close_models(gen_model, checker if own_checker else None, pol)
     if not tasks:  # never an empty result over anything: the old output, if any, is left as it was
+        render(report, console)
         raise TaskError(
             f"no task was kept ({report.requested} asked for; dropped: {dict(report.dropped) or 'none'}): "
             f"nothing was written to {output}",
@@ -171,7 +173,17 @@ def generate_command(
     rpath = report_path or (
         path / "generation_report.json" if path.is_dir() else path.with_name(path.stem + ".report.json")
     )
-    write_atomic(rpath, report.model_dump_json(indent=2) + "\n")
+    figures = quality_figures(tasks, allowed, report)
+    write_atomic(
+        rpath,
+        json.dumps({**report.model_dump(mode="json"), "quality": figures.model_dump(mode="json")}, indent=2)
+        + "\n",
+    )
+    render(report, console)
+    for line in quality_lines(figures):
+        console.print(
+            line, markup=False, highlight=False, style="yellow" if line.startswith("warning") else None
+        )
     console.print(
         f"[bold green]wrote {len(tasks)} tasks[/] to {path} in {time.monotonic() - t0:.0f} s "
         f"({report.grounded} grounded, {report.written} written; {report.train} train / {report.val} val / {report.test} test); report: {rpath}"

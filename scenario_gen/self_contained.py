@@ -1,0 +1,193 @@
+"""Is a written task answerable from its own text plus the server's tools?
+
+A written task must carry the data it needs ("the mean of 4, 8 and 15") or name where the server holds
+it ("the population of Lisbon"). Tasks like "the average of my friends' ages" or "the total for all
+items in the store" (on a server with no item list) cannot be answered by anyone: a policy trained on
+them learns to make things up, and only a lenient judge would call an attempt a success.
+
+Two checks, cheapest first:
+- `rule_reason(text, tools)`: deterministic rules over the wording and the tools' own vocabulary
+  (names, descriptions, parameter names); no server is special-cased.
+- `model_verdict(text, tools, model)`: a structured question to the writer model, which lists the
+  inputs the task needs and where each comes from, then gives {answerable, missing}.
+
+`self_contained(task, tools, model)` runs both. A model that gives no readable verdict keeps the task
+(reason "unchecked"): a weak writer's broken JSON must not empty the task set.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from mcp_rl.models.base import ChatModel, SamplingParams
+from mcp_rl.servers.tools import ToolSpec
+from mcp_rl.structured import JsonReplyError, ask_with_repair, extract_json, follow_up
+from mcp_rl.task import Task
+from scenario_gen import writer_prompts
+
+OWN_DATA = "not self-contained: the user's own data, never given"
+ABSENT_DATA = "not self-contained: refers to data it does not give"
+UNLISTED = "not self-contained: asks about all of something no tool lists"
+MODEL_SAYS = "not self-contained: the writer model found an input missing"
+UNCHECKED = "unchecked"
+"""The model gave no readable verdict; the task is kept."""
+
+# A computation over a collection: what makes data that is not given matter.
+_COMPUTE = re.compile(
+    r"\b(average|mean|median|sum|total|add(?:ing)? up|calculate|compute|convert|compare|sort|rank|"
+    r"count|how many|maximum|minimum|highest|lowest|largest|smallest|biggest|difference|"
+    r"percent(?:age)?|ratio|statistics|stats|standard deviation|variance|percentile)\b",
+    re.IGNORECASE,
+)
+# "my friends' ages", "our monthly sales": the user's own collection
+_OWN = re.compile(r"\b(?:my|our)\s+((?:[a-z][\w'-]*\s*){1,3})", re.IGNORECASE)
+# "these numbers", "the following list", "the attached file": material the text points at
+_POINTED = re.compile(
+    r"\b(?:these|those|this|the\s+(?:following|attached|above|below|given|provided|uploaded))\s+"
+    r"(?:\w+\s+)?(numbers|values|data|dataset|list|figures|file|table|readings|scores|measurements|"
+    r"amounts|entries|records|samples|results|items|prices|expenses)\b",
+    re.IGNORECASE,
+)
+# "for all items", "every product", "each of the orders"
+_ALL = re.compile(
+    r"\b(?:all|every|each)\s+(?:of\s+)?(?:the\s+|my\s+|our\s+|your\s+|their\s+)?([a-z][\w-]*)", re.IGNORECASE
+)
+_NOT_NOUNS = {
+    "one", "ones", "other", "others", "time", "times", "day", "days", "way", "ways", "kind", "kinds", "sort",
+    "that", "this", "these", "those", "them", "it", "of", "in", "at", "from", "to", "and", "or", "year",
+    "years", "week", "weeks", "month", "months", "hour", "hours", "minute", "minutes", "right", "set",
+}  # fmt: skip
+_LISTS = re.compile(
+    r"\b(list|lists|search|searches|find|filter|query|browse|all|every|known|titles|catalog)\b"
+)
+# Concrete values the text gives: a number, a quoted string, or a list written out ("a, b and c")
+_VALUE = re.compile(r"\d|\"[^\"]+\"|'[^']{2,}'|\b\w+,\s*\w+,?\s+(?:and|or)\s+\w+")
+
+
+def _stem(word: str) -> str:
+    w = word.lower().strip("'-")
+    w = re.sub(r"'s?$", "", w)
+    for suffix, repl in (("ies", "y"), ("ses", "s"), ("xes", "x"), ("s", "")):
+        if len(w) > 3 and w.endswith(suffix) and not w.endswith("ss"):
+            return w[: -len(suffix)] + repl
+    return w
+
+
+def _words(text: str) -> set[str]:
+    """Stems of the words of `text`, with snake_case and camelCase split."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text).replace("_", " ").replace("-", " ")
+    return {_stem(w) for w in re.findall(r"[A-Za-z]{3,}", spaced)}
+
+
+def _tool_text(tool: ToolSpec) -> str:
+    props = (tool.parameters.get("properties") or {}) if isinstance(tool.parameters, dict) else {}
+    params = " ".join(
+        f"{k} {(v or {}).get('description', '')}" for k, v in props.items() if isinstance(v, dict)
+    )
+    return f"{tool.name} {tool.description} {params}"
+
+
+def _enumerates(tool: ToolSpec) -> bool:
+    """A tool that can produce a collection unprompted: it needs no input, or says it lists or searches."""
+    required = tool.parameters.get("required") if isinstance(tool.parameters, dict) else None
+    return not required or bool(_LISTS.search(f"{tool.name.replace('_', ' ')} {tool.description}".lower()))
+
+
+def rule_reason(text: str, tools: list[ToolSpec]) -> str | None:
+    """Why the wording alone shows the task cannot be answered (None when no rule fires).
+
+    - a computation over the user's own collection ("my X") the text gives no values of, and no
+      tool's vocabulary mentions;
+    - a pointer to material that is not there ("these numbers") in a text that gives no values;
+    - "all / every X" where no tool that mentions X can enumerate it."""
+    vocab: set[str] = set().union(*(_words(_tool_text(t)) for t in tools)) if tools else set()
+    gives_values = bool(_VALUE.search(text))
+    if not gives_values and _COMPUTE.search(text):
+        for m in _OWN.finditer(text):
+            nouns = {_stem(w) for w in re.findall(r"[A-Za-z]{3,}", m.group(1))} - _NOT_NOUNS
+            if nouns and not nouns & vocab:
+                return OWN_DATA
+    if not gives_values and _POINTED.search(text):
+        return ABSENT_DATA
+    for m in _ALL.finditer(text):
+        noun = m.group(1).lower()
+        if noun in _NOT_NOUNS or len(noun) < 3:
+            continue
+        stem = _stem(noun)
+        if not any(stem in _words(_tool_text(t)) and _enumerates(t) for t in tools):
+            return UNLISTED
+    return None
+
+
+class Answerability(BaseModel):
+    """The writer model's verdict. Lenient about shapes: "yes"/"no" read as booleans."""
+
+    answerable: bool
+    missing: str = ""
+    inputs: list[Any] = Field(default_factory=list)
+
+    @field_validator("answerable", mode="before")
+    @classmethod
+    def _yes_no(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lower() in ("yes", "no", "true", "false"):
+            return v.strip().lower() in ("yes", "true")
+        return v
+
+    @field_validator("missing", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str:
+        if isinstance(v, list):
+            return ", ".join(str(x) for x in v)
+        return "" if v is None else str(v)
+
+
+def _parse(reply: str) -> tuple[Answerability | None, list[str]]:
+    try:
+        obj = extract_json(reply, want=dict)
+    except JsonReplyError as e:
+        return None, [f"Your reply could not be read as JSON: {e}."]
+    try:
+        return Answerability.model_validate(obj), []
+    except ValueError:
+        return None, ['"answerable" must be true or false.']
+
+
+async def model_verdict(
+    text: str, tools: list[ToolSpec], model: ChatModel, language: str = "en"
+) -> Answerability | None:
+    """The writer model's verdict on one task, or None when it gave none that could be read."""
+    asked = await ask_with_repair(
+        model,
+        writer_prompts.self_contained_question(text, tools, language),
+        _parse,
+        follow_up(
+            lambda problems: (
+                " ".join(problems) + ' Reply with only the JSON: {"answerable": ..., "missing": "..."}'
+            )
+        ),
+        max_retries=1,
+        # greedy: the same task gets the same verdict on every run
+        sampling=SamplingParams(temperature=0.0, max_new_tokens=200, seed=0),
+        who="the writer",
+    )
+    return asked.value
+
+
+async def self_contained(task: Task, tools: list[ToolSpec], model: ChatModel | None) -> tuple[bool, str]:
+    """(ok, reason): the rules first, then (with a model) its verdict. The reason of a drop says which
+    check failed (one of the module's constants, so drops are counted by kind); the missing input the
+    model names is added after a colon. ok with reason "" passed both; UNCHECKED: no readable verdict."""
+    reason = rule_reason(task.text, tools)
+    if reason:
+        return False, reason
+    if model is None:
+        return True, ""
+    verdict = await model_verdict(task.text, tools, model, task.language)
+    if verdict is None:
+        return True, UNCHECKED
+    if not verdict.answerable:
+        return False, f"{MODEL_SAYS}: {verdict.missing}" if verdict.missing.strip() else MODEL_SAYS
+    return True, ""
