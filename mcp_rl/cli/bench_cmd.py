@@ -73,10 +73,10 @@ def bfcl(
 
         results = anyio.run(run_bench, model_for, entries, BenchConfig(max_steps=max_steps), advance)
     for line in summary_lines(results):
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=True)
     for r in results:
         if not r.bfcl.valid:
-            console.print(f"  miss {r.id}: {r.bfcl.error_type} {r.bfcl.error_message[:160]}", highlight=False)
+            console.print(f"  miss {r.id}: {r.bfcl.error_type} {r.bfcl.error_message[:160]}", highlight=False, soft_wrap=True)
     parquet, _ = write_results(results, out)
     console.print(f"per-entry results: {parquet}", highlight=False)
 
