@@ -20,6 +20,7 @@ from mcp_rl.cli import export_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import serve_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import chat_cmd  # noqa: F401  isort: skip
 from mcp_rl.cli import dashboard_cmd  # noqa: F401  isort: skip
+from mcp_rl.cli import bench_cmd  # noqa: F401  isort: skip
 
 
 def main() -> None:
