@@ -8,8 +8,8 @@ tests/test_train_cli.py.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
