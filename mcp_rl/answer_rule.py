@@ -59,7 +59,9 @@ def result_data(text: str) -> Any | None:
       dicts; one block is a dict). Keys are snake_case (`Last Modified`, `lastModified` -> `last_modified`); a value in matching quotes
       loses them; plain integers and decimals become numbers, true/false booleans, an empty value "".
     - one entry per line (two or more lines, no blank line between, none longer than 200 characters):
-      a list of strings; when every line is `[TAG] entry`, a list of {"type": TAG, "name": entry}.
+      a list of strings; a first line ending in ":" is a heading, not an entry; when every line is
+      `[TAG] entry`, a list of {"type": TAG, "name": entry}; a CSV or TSV table with a header line, a
+      list of one dict per row.
     - anything else (one plain line, prose): None; only the whole text answers then."""
     data = result_json(text)
     if data is not None:
@@ -74,10 +76,27 @@ def result_data(text: str) -> Any | None:
     lines = [ln.strip() for ln in blocks[0].splitlines()]
     if len(lines) < 2 or any(not ln or len(ln) > _MAX_LINE_CHARS for ln in lines):
         return None
+    if lines[0].endswith(":"):
+        lines = lines[1:]  # a heading ("Allowed directories:") is not an entry
     tagged = [_TAG_LINE.match(ln) for ln in lines]
-    if all(tagged):
+    if lines and all(tagged):
         return [{"type": m.group(1), "name": m.group(2).strip()} for m in tagged if m]
-    return lines
+    return _table(lines) or lines or None
+
+
+def _table(lines: list[str]) -> list[dict[str, Any]] | None:
+    """CSV or TSV text with a header line: one dict per row. Every line must have the header's number
+    of fields (2 or more) and the header's names must be distinct; quoted fields are not split."""
+    for sep in (",", "\t"):
+        rows = [ln.split(sep) for ln in lines]
+        header = [h.strip() for h in rows[0]]
+        if (
+            len(rows) >= 2 and len(header) >= 2 and all(len(r) == len(header) for r in rows)
+            and len(set(header)) == len(header) and all(h and not _NUMBER.match(h) for h in header)
+            and not any('"' in ln for ln in lines)
+        ):  # fmt: skip
+            return [{h: _text_scalar(v) for h, v in zip(header, r, strict=True)} for r in rows[1:]]
+    return None
 
 
 def _key_block(block: str) -> dict[str, Any] | None:

@@ -192,7 +192,9 @@ def extract_facts(
     data = result_data(result_text)
     if data is None:
         t = result_text.strip()
-        if t and "\n" not in t and len(t) <= 150:
+        # not a placeholder for an image or a file (`[resource file:///...: mime, N bytes]`): a user
+        # could never say it back
+        if t and "\n" not in t and len(t) <= 150 and not re.match(r"\[(resource|image|audio|blob)\b", t):
             return [Fact(AnswerRule(kind="text"), t, "the whole reply", [], 0.3)]
         return []
     near_now, near_today = _now_anchored(data, now or datetime.now(UTC), timedelta(minutes=10))

@@ -140,3 +140,25 @@ def test_grading_accepts_a_count_or_entries_read_from_a_text_listing():
     assert reference_supported("3", [CITIES])
     assert reference_supported("Tromso, Bergen, Stavanger", [CITIES])
     assert unsupported_values("There are 4 cities.", "How many cities are there?", [CITIES]) == ["4"]
+
+
+def test_a_csv_file_reads_as_rows_so_its_count_excludes_the_header():
+    csv = "month,rainfall_mm\njanuary,88.5\nfebruary,61\nmarch,70.25\n"
+    assert result_data(csv) == [
+        {"month": "january", "rainfall_mm": 88.5},
+        {"month": "february", "rainfall_mm": 61},
+        {"month": "march", "rainfall_mm": 70.25},
+    ]
+    facts = {f.what: f for f in extract_facts(csv)}
+    assert facts["how many entries"].answer == "3"
+    rainfall = [f for f in facts.values() if "rainfall_mm" in f.what and "february" in f.what]
+    assert rainfall and apply_rule(rainfall[0].rule, [csv]) == "61"
+    # a list whose entries merely contain commas is no table
+    assert result_data("passport\ncharger, phone\n") == ["passport", "charger, phone"]
+
+
+def test_a_heading_line_is_not_an_entry_and_a_file_placeholder_is_no_answer():
+    listing = "Allowed directories:\n/srv/a\n/srv/b"
+    assert result_data(listing) == ["/srv/a", "/srv/b"]
+    assert {f.answer for f in extract_facts(listing) if f.rule.kind == "count"} == {"2"}
+    assert extract_facts("[resource file:///srv/a/x.md: application/octet-stream, 66 bytes]") == []
