@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from judges.cache import JudgeCache, cache_key
 from judges.judge_prompts import (
@@ -39,6 +39,8 @@ from mcp_rl.usage import Usage
 
 
 class JudgeConfig(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, allow_inf_nan=False)
+
     rubric: str = DEFAULT_RUBRIC
     permutations: int = Field(default=1, ge=1, le=32)
     """Orders each group is scored in; the scores are averaged."""
@@ -49,9 +51,9 @@ class JudgeConfig(BaseModel):
     """Repair retries after a bad reply (so up to 1 + max_retries calls per order)."""
     max_concurrency: int = Field(default=4, ge=1)
     """Judge calls in flight at once (API rate limits; a local model batches what it gets)."""
-    timeout_s: float | None = 900.0
+    timeout_s: float | None = Field(default=900.0, gt=0.0)
     """Per call. A 1.5B model on two CPU cores needs minutes for a group of 8."""
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0)
     max_new_tokens: int | None = None
     """None: 64 + 96 per trajectory, room for the copied answer and one sentence each."""
     message_chars: int = Field(default=1200, ge=100)

@@ -160,7 +160,7 @@ class Trainer:
         if name not in self._helpers:
             # A judge or writer runs a few requests at a time: few KV-cache slots. With the default
             # 32, the 1.5B judge's cache alone grew to ~6 GB and the run was OOM-killed at 14.6 GB.
-            self._helpers[name] = load_model(name, max_batch=HELPER_SLOTS)
+            self._helpers[name] = load_model(name, max_batch=HELPER_SLOTS, base_url=self.cfg.base_url)
         return self._helpers[name]
 
     def record_prompt(self, pool: SessionPool) -> None:
@@ -477,7 +477,16 @@ def _line(m: dict[str, Any]) -> str:
 
 
 def check_config(cfg: TrainConfig) -> None:
+    """What can fail before a model loads or a run directory exists, checked now."""
     check_trackers(cfg.log_to)
+    from mcp_rl.models.registry import check_model_name
+
+    check_model_name(cfg.model)  # the policy: local, never sent to --base-url
+    helpers = [cfg.judge if cfg.judge.lower() != "none" else None, cfg.success_judge]
+    if not cfg.tasks_file:
+        helpers.append(cfg.generator)
+    for name in filter(None, helpers):
+        check_model_name(name, base_url=cfg.base_url)
     if cfg.rollout.temperature <= 0:
         raise ConfigError("training needs sampling: --temperature must be above 0", hint="the default is 1.0")
     if cfg.tasks_file:  # read it now: a bad file should fail before models load or a run dir exists

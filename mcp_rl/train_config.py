@@ -7,8 +7,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judges.reward import RewardConfig
+from mcp_rl.errors import ModelError
 from mcp_rl.grpo_config import GRPOConfig
 from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL, DEFAULT_POLICY_MODEL, DEFAULT_WRITER_MODEL
+from mcp_rl.models.registry import check_base_url
 from mcp_rl.rollout import RolloutConfig
 from mcp_rl.servers import ToolPolicy
 from mcp_rl.solvability import SolvabilitySettings
@@ -79,6 +81,10 @@ class TrainConfig(BaseModel):
     step, so it is asked only where nothing else can grade; turn this on for a strong (API) judge."""
     rubric_file: str | None = Field(default=None, json_schema_extra={"cli": "--rubric"})
     """A file with your own RULER rubric."""
+    base_url: str | None = None
+    """An OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) for the run's API models: a --judge,
+    --generator or --success-judge named openai:NAME, or by a name the endpoint serves (its key from
+    OPENAI_API_KEY). The policy is always local."""
     judge_permutations: int = Field(default=1, ge=1)
     """Score K shuffled orders and average (position bias)."""
     success_judge: str | None = None
@@ -128,6 +134,14 @@ class TrainConfig(BaseModel):
         if isinstance(value, list):
             return [n.strip() for item in value for n in str(item).split(",") if n.strip()]
         return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _endpoint_is_a_url(cls, value: str | None) -> str | None:
+        try:
+            return check_base_url(value)
+        except ModelError:
+            raise ValueError("should be an http(s) URL such as http://127.0.0.1:8000/v1") from None
 
     @model_validator(mode="after")
     def _grpo_temperature_is_the_sampling_one(self) -> TrainConfig:

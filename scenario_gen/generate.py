@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcp_rl.models.base import ChatModel
 from mcp_rl.structured import ask_items
@@ -42,6 +42,8 @@ EXPLORE_RESULT_BUDGET = 20000
 
 
 class GenerateConfig(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)
+
     n: int = Field(default=100, ge=1)
     grounded_share: float = Field(default=0.5, ge=0.0, le=1.0)
     """The share of grounded tasks aimed at (written tasks fill whatever grounding cannot)."""

@@ -58,7 +58,7 @@ def test_with_a_judge_prints_explanations_and_reuses_the_cache(
 ):
     judges_made: list[FakeScriptedJudge] = []
 
-    def fake_loader(name: str) -> FakeScriptedJudge:
+    def fake_loader(name: str, base_url: str | None = None) -> FakeScriptedJudge:
         judges_made.append(FakeScriptedJudge([scorer], name=name))
         return judges_made[-1]
 
@@ -79,7 +79,7 @@ def test_with_a_judge_prints_explanations_and_reuses_the_cache(
 
 
 def test_unscored_groups_are_reported_not_fatal(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(judge_cmd, "load_judge", lambda name: FakeScriptedJudge(["no idea"]))
+    monkeypatch.setattr(judge_cmd, "load_judge", lambda name, base_url=None: FakeScriptedJudge(["no idea"]))
     res = runner.invoke(
         app, ["judge", str(DATA / "judge_labeled.jsonl"), "--judge", "x", "--no-cache", "--max-retries", "0"]
     )

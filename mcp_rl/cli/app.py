@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -38,22 +38,49 @@ SERVER_HELP = (
 )
 
 
+def version() -> str:
+    """The installed package's version (what `mcp-rl --version` prints)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("mcp-rl")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        console.print(f"mcp-rl {version()}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print mcp-rl's version and exit."
+        ),
+    ] = False,
+) -> None:
     """mcp-rl: reads an MCP server's tools, writes tasks, lets a model work them against the live
     server, scores attempts with RULER and trains a LoRA with GRPO until tool-use success plateaus."""
 
 
-def load_helper_model(name: str, what: str, max_batch: int) -> Any:
+def load_helper_model(name: str, what: str, max_batch: int, base_url: str | None = None) -> Any:
     """A model by name (built-in, path or API name) for a command, with a status line while it
-    loads and its load time after. `max_batch`: KV-cache slots (the cache is per slot: a judge or a
+    loads and its load time after; `base_url`: the OpenAI-compatible endpoint of API models
+    (`--base-url`). `max_batch`: KV-cache slots (the cache is per slot: a judge or a
     writer runs a few calls at a time and needs few)."""
     try:
         from mcp_rl.models.registry import load_model
     except ImportError as e:
-        raise ModelError(f"cannot load the {what}: model loading is not available in this build ({e})") from None
+        raise ModelError(
+            f"cannot load the {what}: model loading is not available in this build ({e})"
+        ) from None
     t0 = time.monotonic()
     with err_console.status(f"loading {what} {name} ..."):
-        model = load_model(name, max_batch=max_batch)
+        model = load_model(name, max_batch=max_batch, base_url=base_url)
     err_console.print(f"[dim]{what} {name} ready in {time.monotonic() - t0:.1f} s[/]")
     return model

@@ -38,16 +38,26 @@ def _model_for(name: str) -> Any:
 
 @bench_app.command("bfcl")
 def bfcl(
-    category: Annotated[str, typer.Option("--category", help="A BFCL multi-turn category.")] = "multi_turn_base",
+    category: Annotated[
+        str, typer.Option("--category", help="A BFCL multi-turn category.")
+    ] = "multi_turn_base",
     model: Annotated[
-        str, typer.Option("--model", "-m", help="oracle, tiny, a built-in or API model name, or a run directory.")
+        str,
+        typer.Option("--model", "-m", help="oracle, tiny, a built-in or API model name, or a run directory."),
     ] = "oracle",
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="The first N entries (after --backend).")] = None,
-    backend: Annotated[
-        str | None, typer.Option("--backend", help="Only entries that involve this class, e.g. GorillaFileSystem.")
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="The first N entries (after --backend).")
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Where results.parquet and summary.json go.")] = Path("bench-results"),
-    max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=64, help="Assistant messages per user turn.")] = 8,
+    backend: Annotated[
+        str | None,
+        typer.Option("--backend", help="Only entries that involve this class, e.g. GorillaFileSystem."),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Where results.parquet and summary.json go.")] = Path(
+        "bench-results"
+    ),
+    max_steps: Annotated[
+        int, typer.Option("--max-steps", min=1, max=64, help="Assistant messages per user turn.")
+    ] = 8,
 ) -> None:
     """Work BFCL multi-turn entries through the agent loop and grade them with BFCL's checker:
     accuracy with a 95% interval per category and per backend, agreement with our strict checks,
@@ -76,7 +86,11 @@ def bfcl(
         console.print(line, highlight=False, soft_wrap=True)
     for r in results:
         if not r.bfcl.valid:
-            console.print(f"  miss {r.id}: {r.bfcl.error_type} {r.bfcl.error_message[:160]}", highlight=False, soft_wrap=True)
+            console.print(
+                f"  miss {r.id}: {r.bfcl.error_type} {r.bfcl.error_message[:160]}",
+                highlight=False,
+                soft_wrap=True,
+            )
     parquet, _ = write_results(results, out)
     console.print(f"per-entry results: {parquet}", highlight=False)
 
@@ -84,9 +98,15 @@ def bfcl(
 @bench_app.command("server")
 def server(
     target: Annotated[str, typer.Argument(help="bfcl:CLASS, or bfcl:CLASS+CLASS for several at once.")],
-    entry: Annotated[str | None, typer.Option("--entry", help="Start in this BFCL entry's state (e.g. multi_turn_base_0).")] = None,
-    state: Annotated[Path | None, typer.Option("--state", help="A JSON file {CLASS: initial_config}.")] = None,
-    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="A tool to leave out (repeatable).")] = None,
+    entry: Annotated[
+        str | None, typer.Option("--entry", help="Start in this BFCL entry's state (e.g. multi_turn_base_0).")
+    ] = None,
+    state: Annotated[
+        Path | None, typer.Option("--state", help="A JSON file {CLASS: initial_config}.")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="A tool to leave out (repeatable).")
+    ] = None,
 ) -> None:
     """Serve BFCL backend classes as a stdio MCP server (tools from BFCL's function docs; state
     carried between calls for the life of the process)."""

@@ -18,9 +18,11 @@ import typer
 from rich.text import Text
 
 from mcp_rl.cli.app import app, console, err_console, print_error
-from mcp_rl.cli.from_config import config_options
-from mcp_rl.cli.options import ServerOptions
+from mcp_rl.cli.from_config import checked, config_options, range_help
+from mcp_rl.cli.options import ROLLOUT_FLAGS, BaseUrlOpt, ServerOptions
 from mcp_rl.errors import ConfigError, McpRlError
+from mcp_rl.models.registry import check_base_url, check_model_name
+from mcp_rl.rollout import RolloutConfig
 from mcp_rl.servers.results import CallStatus
 from mcp_rl.trajectory import ToolCallRecord
 
@@ -71,19 +73,36 @@ def chat(
         typer.Option("--message", help="Send this one message, print the answer and exit (for scripts)."),
     ] = None,
     max_turns: Annotated[
-        int, typer.Option("--max-turns", min=1, help="Assistant messages per user message.")
+        int,
+        typer.Option(
+            "--max-turns", help=range_help(RolloutConfig, "max_turns", "Assistant messages per user message.")
+        ),
     ] = 6,
     max_new_tokens: Annotated[
-        int, typer.Option("--max-new-tokens", min=1, help="Tokens per assistant message.")
+        int,
+        typer.Option(
+            "--max-new-tokens",
+            help=range_help(RolloutConfig, "max_new_tokens", "Tokens per assistant message."),
+        ),
     ] = 256,
     max_context: Annotated[
-        int, typer.Option("--max-context", min=64, help="Token budget of the whole conversation.")
+        int,
+        typer.Option(
+            "--max-context",
+            help=range_help(RolloutConfig, "max_context_tokens", "Token budget of the whole conversation."),
+        ),
     ] = 8192,
     temperature: Annotated[
-        float, typer.Option("--temperature", min=0.0, help="0 is greedy (as evaluation).")
+        float,
+        typer.Option(
+            "--temperature", help=range_help(RolloutConfig, "temperature", "0 is greedy (as evaluation).")
+        ),
     ] = 0.0,
-    top_p: Annotated[float, typer.Option("--top-p", min=0.0, max=1.0)] = 1.0,
+    top_p: Annotated[
+        float, typer.Option("--top-p", help=range_help(RolloutConfig, "top_p", "Nucleus sampling."))
+    ] = 1.0,
     seed: Annotated[int | None, typer.Option("--seed")] = None,
+    base_url: BaseUrlOpt = None,
     result_chars: Annotated[
         int, typer.Option("--result-chars", min=20, help="Characters of each tool result to show.")
     ] = 300,
@@ -92,7 +111,6 @@ def chat(
     Type a message; /reset forgets the conversation; /exit or end of input (Ctrl-D) quits."""
     from mcp_rl.chat import Chat, Reply, chat_system_prompt
     from mcp_rl.models.registry import close_models
-    from mcp_rl.rollout import RolloutConfig
     from mcp_rl.serve.loading import Opened, looks_tuned, open_plain, open_source
     from mcp_rl.servers import ToolPolicy
     from mcp_rl.servers.session import ServerSession
@@ -100,17 +118,17 @@ def chat(
 
     if message is not None and not message.strip():
         raise ConfigError("--message is empty", hint="give the text to send, or leave --message out to chat")
+    cfg = checked(
+        RolloutConfig, ROLLOUT_FLAGS,
+        max_turns=max_turns, max_new_tokens=max_new_tokens, max_context_tokens=max_context,
+        temperature=temperature, top_p=top_p, seed=seed,
+    )  # fmt: skip
     spec, policy = servers.spec(), servers.policy()
-    cfg = RolloutConfig(
-        max_turns=max_turns,
-        max_new_tokens=max_new_tokens,
-        max_context_tokens=max_context,
-        temperature=temperature,
-        top_p=top_p,
-        seed=seed,
-    )
-    # A missing run is reported before anything starts.
+    base_url = check_base_url(base_url)
+    # A missing run or a broken model file is reported before anything starts.
     source = find_tuned(model, checkpoint) if looks_tuned(model) else None
+    if source is None:
+        check_model_name(model, base_url=base_url)
     trained_policy = (source.config.get("policy") if source else None) or None
     if trained_policy and not servers.policy_given:
         # the tuned model learned with this tool set: the same one here, unless the flags say otherwise
@@ -153,7 +171,7 @@ def chat(
                 if source is not None:
                     opened = await anyio.to_thread.run_sync(lambda: open_source(source, model))
                 else:
-                    opened = await anyio.to_thread.run_sync(lambda: open_plain(model))
+                    opened = await anyio.to_thread.run_sync(lambda: open_plain(model, base_url=base_url))
             system, recorded = chat_system_prompt(session, source.prompt if source else None)
             where = f", checkpoint {source.step}" if source and source.step is not None else ""
             err_console.print(f"[dim]model {opened.name}{where} ready in {time.monotonic() - t0:.1f} s[/]")

@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from mcp_rl.cli.app import app, console
+from mcp_rl.cli.options import OutAlias, one_output
+from mcp_rl.errors import ConfigError
 
 
 @app.command("export")
@@ -24,7 +26,10 @@ def export_command(
             "gguf (llama.cpp, Ollama; with a Modelfile).",
         ),
     ],
-    out: Annotated[Path, typer.Option("-o", "--out", help="The output directory (created).")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="The output directory (created).")
+    ] = None,
+    out: OutAlias = None,
     checkpoint: Annotated[
         str, typer.Option("--checkpoint", "-c", help="best (default), last, or a step number.")
     ] = "best",
@@ -43,6 +48,9 @@ def export_command(
     results before/after, and the commands that serve it with vLLM, Ollama or `mcp-rl serve`)."""
     from mcp_rl.export import export_tuned
 
+    out = one_output(output, out, "--out")
+    if out is None:
+        raise ConfigError("no output directory given", hint="pass --output DIR")
     result = export_tuned(
         run,
         fmt.strip().lower(),

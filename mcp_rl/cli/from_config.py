@@ -181,22 +181,43 @@ def _merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def validate(model: type[M], data: Mapping[str, Any], fields: list[CliField] | None = None) -> M:
-    """`model` from `data`, or one ConfigError that names the flag of each bad value."""
+    """`model` from `data`, or one ConfigError that names the flag of each bad value. This is the one
+    place a pydantic ValidationError of a setting becomes the user's message."""
+    by_path = {f.path: f.flag for f in fields or cli_fields(model)}
+    return _validated(model, data, by_path)
+
+
+def checked(model: type[M], flags: Mapping[str, str], **values: Any) -> M:
+    """`model(**values)` for a command whose options are its own typer parameters (named in `flags`:
+    field name -> flag), validated as `validate` does: a bad value is one ConfigError naming its flag."""
+    return _validated(model, values, {(name,): flag for name, flag in flags.items()})
+
+
+def _validated(model: type[M], data: Mapping[str, Any], flags: Mapping[tuple[str, ...], str]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        by_path = {f.path: f for f in fields or cli_fields(model)}
         problems = []
         for err in e.errors():
             loc = tuple(str(x) for x in err["loc"])
-            field = next((by_path[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in by_path), None)
+            flag = next((flags[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in flags), None)
             msg = err["msg"].removeprefix("Value error, ").removeprefix("Input ")
             msg = msg[:1].lower() + msg[1:]
-            if field is not None:
-                problems.append(f"{field.flag} {err['input']}: {msg}")
+            value = err.get("input")
+            # a URL may carry a key: it is named, never echoed
+            shown = "" if isinstance(value, str) and "://" in value else f" {value}"
+            if flag is not None:
+                problems.append(f"{flag}{shown}: {msg}")
             else:
                 problems.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
         raise ConfigError("; ".join(problems), hint="each option's range is shown in --help") from None
+
+
+def range_help(model: type[BaseModel], name: str, text: str) -> str:
+    """`text` and the range of field `name` as --help shows it, e.g. "Sampling temperature. (x>=0)":
+    for options that are a command's own parameters but whose bounds the model declares."""
+    shown = _bounds(model.model_fields[name]).text()
+    return f"{text} ({shown})" if shown else text
 
 
 class Given(Generic[M]):

@@ -12,18 +12,36 @@ import typer
 
 from mcp_rl.atomic import write_atomic
 from mcp_rl.cli.app import app, console, err_console, load_helper_model
-from mcp_rl.cli.from_config import config_options
-from mcp_rl.cli.options import ServerOptions, TestFractionOpt, ValFractionOpt, check_fractions, check_output
+from mcp_rl.cli.from_config import checked, config_options, range_help
+from mcp_rl.cli.options import (
+    BaseUrlOpt,
+    ServerOptions,
+    TestFractionOpt,
+    ValFractionOpt,
+    check_fractions,
+    check_output,
+)
 from mcp_rl.errors import ConfigError, TaskError
 from mcp_rl.models import close_models
 from mcp_rl.models.defaults import DEFAULT_WRITER_MODEL
+from mcp_rl.models.registry import check_base_url, check_model_name
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
 from mcp_rl.solvability import SolvabilitySettings
-from scenario_gen.generate import EXPLORE_RESULT_BUDGET
+from scenario_gen.generate import EXPLORE_RESULT_BUDGET, GenerateConfig
+
+_DEFAULT_N = 100
+_FLAGS = {
+    "n": "--n-tasks",
+    "grounded_share": "--grounded-share",
+    "explore_calls": "--explore-calls",
+    "val_fraction": "--val-fraction",
+    "test_fraction": "--test-fraction",
+    "seed": "--seed",
+}
 
 
-def _load(name: str, what: str) -> Any:
-    return load_helper_model(name, what, max_batch=8)
+def _load(name: str, what: str, base_url: str | None) -> Any:
+    return load_helper_model(name, what, max_batch=8, base_url=base_url)
 
 
 def _progress_line(msg: str, report: Any) -> str:
@@ -86,7 +104,12 @@ async def _run(
 def generate_command(
     servers: ServerOptions,
     check: SolvabilitySettings,
-    n: Annotated[int, typer.Option("-n", "--num", min=1, help="How many tasks to write.")] = 100,
+    n: Annotated[
+        int, typer.Option("--n-tasks", help=range_help(GenerateConfig, "n", "How many tasks to write."))
+    ] = _DEFAULT_N,
+    num: Annotated[
+        int | None, typer.Option("--num", "-n", hidden=True, help="Old name of --n-tasks.")
+    ] = None,
     output: Annotated[
         Path,
         typer.Option(
@@ -111,10 +134,18 @@ def generate_command(
     val_fraction: ValFractionOpt = 0.2,
     test_fraction: TestFractionOpt = 0.3,
     grounded_share: Annotated[
-        float, typer.Option("--grounded-share", min=0.0, max=1.0, help="Share of grounded tasks to aim for.")
+        float,
+        typer.Option(
+            "--grounded-share",
+            help=range_help(GenerateConfig, "grounded_share", "Share of grounded tasks to aim for."),
+        ),
     ] = 0.5,
     explore_calls: Annotated[
-        int, typer.Option("--explore-calls", min=0, help="Most exploratory tool calls.")
+        int,
+        typer.Option(
+            "--explore-calls",
+            help=range_help(GenerateConfig, "explore_calls", "Most exploratory tool calls."),
+        ),
     ] = 60,
     policy_model: Annotated[
         str | None,
@@ -131,32 +162,48 @@ def generate_command(
     force: Annotated[
         bool, typer.Option("--force", help="Replace OUTPUT if it exists and is not empty.")
     ] = False,
+    base_url: BaseUrlOpt = None,
 ) -> None:
     """Write a validated, split task set for a server: tasks an LLM writes from the tools, and grounded
     tasks whose reference answers come from real calls (re-run to check them)."""
-    from scenario_gen import GenerateConfig, save_tasks
+    from scenario_gen import save_tasks
     from scenario_gen.gen_report import render
     from scenario_gen.io import detect_format
     from scenario_gen.quality import quality_figures, quality_lines
 
+    if num is not None:
+        if n not in (num, _DEFAULT_N):
+            raise ConfigError("give either --n-tasks or -n/--num (its old name), not both")
+        err_console.print(
+            "[yellow]note:[/] -n/--num of generate is now --n-tasks (-n is episodes per task elsewhere)"
+        )
+        n = num
+    check_fractions(val_fraction, test_fraction)
     spec, policy = servers.spec(), servers.policy()
+    cfg = checked(
+        GenerateConfig, _FLAGS,
+        n=n, grounded_share=grounded_share, language=language, instructions=instructions, seed=seed,
+        val_fraction=val_fraction, test_fraction=test_fraction, allow_destructive=policy.allow_destructive, explore_calls=explore_calls,
+    )  # fmt: skip
     detect_format(output)  # a bad output name fails now, not after minutes of generation
     check_output(output, "--output", force=force, directory=detect_format(output) == "hf")
-    check_fractions(val_fraction, test_fraction)
     if policy_model and not check.enabled:
         raise ConfigError(
             "--policy needs the solvability pass, which --no-solvability turns off",
             hint="drop --no-solvability (the pass uses the task writer, or --check-with MODEL)",
         )
-    cfg = GenerateConfig(
-        n=n, grounded_share=grounded_share, language=language, instructions=instructions, seed=seed,
-        val_fraction=val_fraction, test_fraction=test_fraction, allow_destructive=policy.allow_destructive, explore_calls=explore_calls,
-    )  # fmt: skip
-    gen_model = _load(generator, "task writer")
+    base_url = check_base_url(base_url)
+    for name in filter(None, (generator, check.check_with, policy_model)):
+        check_model_name(name, base_url=base_url)
+    gen_model = _load(generator, "task writer", base_url)
     # the checker is the writer unless another model is named: one model loaded, not two
     own_checker = check.enabled and check.check_with not in (None, generator)
-    checker = (_load(check.check_with, "checker") if own_checker else gen_model) if check.enabled else None
-    pol = _load(policy_model, "policy") if policy_model else None
+    checker = (
+        (_load(check.check_with, "checker", base_url) if own_checker else gen_model)
+        if check.enabled
+        else None
+    )
+    pol = _load(policy_model, "policy", base_url) if policy_model else None
     t0 = time.monotonic()
     try:
         tasks, report, allowed = anyio.run(_run, spec, policy, gen_model, cfg, checker, pol, check)

@@ -10,10 +10,20 @@ import anyio
 import typer
 from rich.table import Table
 
+from judges.ruler import JudgeConfig
 from mcp_rl.cli.app import app, console, err_console, load_helper_model
-from mcp_rl.cli.options import check_output
+from mcp_rl.cli.from_config import checked, range_help
+from mcp_rl.cli.options import BaseUrlOpt, check_output
 from mcp_rl.errors import ConfigError, McpRlError
 from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL
+from mcp_rl.models.registry import check_base_url
+
+_FLAGS = {
+    "permutations": "--judge-permutations",
+    "max_retries": "--max-retries",
+    "max_concurrency": "--concurrency",
+    "timeout_s": "--timeout",
+}
 
 
 def _load_trajectories(path: Path) -> list[Any]:
@@ -62,9 +72,9 @@ def _load_tools(path: Path | None, trajs: list[Any]) -> list[dict[str, Any]] | N
     return None
 
 
-def load_judge(name: str) -> Any:
+def load_judge(name: str, base_url: str | None = None) -> Any:
     """The judge model by name (a built-in local model, a path, or an API model)."""
-    return load_helper_model(name, "judge", max_batch=4)  # a judge runs a few calls at a time
+    return load_helper_model(name, "judge", max_batch=4, base_url=base_url)  # a few calls at a time
 
 
 def _fmt(x: float | None) -> str:
@@ -98,7 +108,9 @@ def _print(trajs: list[Any], report: Any, tasks: dict[str, Any]) -> None:
                 answer = "[green]correct[/]" if chk.answer_correct else "[red]wrong[/]"
             task = tasks.get(t.task_id)
             outcomes.append(
-                checked_success(t, task, [task.reference_answer]).success if chk.answer_correct is not None else None
+                checked_success(t, task, [task.reference_answer]).success
+                if chk.answer_correct is not None
+                else None
             )
             why = t.judge_explanation or t.metadata.get("judge_unscored", "")
             table.add_row(
@@ -138,7 +150,10 @@ def judge(
     ] = None,
     permutations: Annotated[
         int,
-        typer.Option("--judge-permutations", min=1, max=32, help="Score each group in K orders and average."),
+        typer.Option(
+            "--judge-permutations",
+            help=range_help(JudgeConfig, "permutations", "Score each group in K orders and average."),
+        ),
     ] = 1,
     output: Annotated[
         Path | None,
@@ -154,19 +169,36 @@ def judge(
         bool, typer.Option("--no-cache", help="Ask the judge again even when cached.")
     ] = False,
     max_retries: Annotated[
-        int, typer.Option("--max-retries", min=0, help="Repair retries per bad reply.")
+        int,
+        typer.Option(
+            "--max-retries", help=range_help(JudgeConfig, "max_retries", "Repair retries per bad reply.")
+        ),
     ] = 2,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Judge calls in flight.")] = 4,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per judge call.")] = 900.0,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency", help=range_help(JudgeConfig, "max_concurrency", "Judge calls in flight.")
+        ),
+    ] = 4,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help=range_help(JudgeConfig, "timeout_s", "Seconds per judge call."))
+    ] = 900.0,
     force: Annotated[
         bool, typer.Option("--force", help="Replace the --output file if it exists and is not empty.")
     ] = False,
+    base_url: BaseUrlOpt = None,
 ) -> None:
     """Score saved trajectories: RULER per group (by group id, else task id) plus the deterministic checks."""
-    from judges import JudgeCache, JudgeConfig, Ruler, judge_trajectories, load_rubric
+    from judges import JudgeCache, Ruler, judge_trajectories, load_rubric
     from mcp_rl.models.builtin import cache_root
     from mcp_rl.trajectory import save_trajectories
 
+    # every number first (its bounds are JudgeConfig's), before any file is read or a model loads
+    settings = checked(
+        JudgeConfig, _FLAGS,
+        permutations=permutations, max_retries=max_retries, max_concurrency=concurrency, timeout_s=timeout,
+    )  # fmt: skip
+    base_url = check_base_url(base_url)
     if output is not None and output.suffix not in (".parquet", ".jsonl"):
         raise ConfigError(f"cannot write {output}: use a .parquet or .jsonl file name")
     check_output(output, "--output", force=force)
@@ -175,15 +207,9 @@ def judge(
     tool_list = _load_tools(tools, trajs)
     ruler = None
     if judge_model.lower() != "none":
-        cfg = JudgeConfig(
-            rubric=load_rubric(rubric),
-            permutations=permutations,
-            max_retries=max_retries,
-            max_concurrency=concurrency,
-            timeout_s=timeout,
-        )
+        cfg = settings.model_copy(update={"rubric": load_rubric(rubric)})
         cache = None if no_cache else JudgeCache(cache_dir or cache_root() / "judge")
-        ruler = Ruler(load_judge(judge_model), cfg, cache)
+        ruler = Ruler(load_judge(judge_model, base_url), cfg, cache)
 
     try:
         with err_console.status(f"judging {len(trajs)} trajectories ..."):

@@ -28,6 +28,38 @@ TestFractionOpt = Annotated[
 ]
 
 
+# One name and one meaning per option across commands: an output is `--output/-o` everywhere
+# (the old `--save`, `--out` still work, hidden, for a while); `-n` is always episodes per task.
+SaveAlias = Annotated[Path | None, typer.Option("--save", hidden=True, help="Old name of --output.")]
+OutAlias = Annotated[Path | None, typer.Option("--out", hidden=True, help="Old name of --output.")]
+
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="An OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) for the API models named here: "
+        "openai:NAME, or a name the endpoint serves (key from OPENAI_API_KEY). Local models stay local.",
+    ),
+]
+
+ROLLOUT_FLAGS = {
+    "max_turns": "--max-turns",
+    "max_new_tokens": "--max-new-tokens",
+    "max_context_tokens": "--max-context",
+    "temperature": "--temperature",
+    "top_p": "--top-p",
+    "seed": "--seed",
+}
+"""The flags `rollout` and `chat` give RolloutConfig's fields (their bounds are the fields')."""
+
+
+def one_output(output: Path | None, alias: Path | None, alias_flag: str) -> Path | None:
+    """The output path, given by `--output` or by its old name `alias_flag` (not both)."""
+    if output is not None and alias is not None and output != alias:
+        raise ConfigError(f"give either --output or {alias_flag} (its old name), not both")
+    return output if output is not None else alias
+
+
 def check_fractions(val_fraction: float, test_fraction: float) -> None:
     """Fail before any work when the held-out shares leave no room for train."""
     if val_fraction + test_fraction >= 1.0:

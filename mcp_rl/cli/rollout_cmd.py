@@ -11,10 +11,11 @@ import anyio.to_thread
 import typer
 
 from mcp_rl.cli.app import app, console, err_console
-from mcp_rl.cli.from_config import config_options
-from mcp_rl.cli.options import ServerOptions, check_output
+from mcp_rl.cli.from_config import checked, config_options, range_help
+from mcp_rl.cli.options import ROLLOUT_FLAGS, BaseUrlOpt, SaveAlias, ServerOptions, check_output, one_output
 from mcp_rl.errors import ConfigError
 from mcp_rl.models.defaults import DEFAULT_POLICY_MODEL
+from mcp_rl.models.registry import check_base_url, check_model_name
 from mcp_rl.rollout import RolloutConfig, SessionPool, run_tasks
 from mcp_rl.rollout.show import print_trajectories
 from mcp_rl.task import MAX_TASK_TEXT
@@ -42,37 +43,58 @@ def rollout(
         ),
     ] = DEFAULT_POLICY_MODEL,
     n: Annotated[
-        int, typer.Option("-n", "--episodes", min=1, help="Episodes per task, run concurrently.")
+        int, typer.Option("--episodes", "-n", min=1, help="Episodes per task, run concurrently.")
     ] = 4,
-    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Assistant messages per episode.")] = 6,
+    max_turns: Annotated[
+        int,
+        typer.Option(
+            "--max-turns", help=range_help(RolloutConfig, "max_turns", "Assistant messages per episode.")
+        ),
+    ] = 6,
     max_new_tokens: Annotated[
-        int, typer.Option("--max-new-tokens", min=1, help="Tokens per assistant message.")
+        int,
+        typer.Option(
+            "--max-new-tokens",
+            help=range_help(RolloutConfig, "max_new_tokens", "Tokens per assistant message."),
+        ),
     ] = 256,
     max_context: Annotated[
-        int, typer.Option("--max-context", min=64, help="Token budget of a whole episode.")
+        int,
+        typer.Option(
+            "--max-context",
+            help=range_help(RolloutConfig, "max_context_tokens", "Token budget of a whole episode."),
+        ),
     ] = 4096,
-    temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 1.0,
-    top_p: Annotated[float, typer.Option("--top-p", min=0.0, max=1.0)] = 1.0,
+    temperature: Annotated[
+        float,
+        typer.Option("--temperature", help=range_help(RolloutConfig, "temperature", "Sampling temperature.")),
+    ] = 1.0,
+    top_p: Annotated[
+        float, typer.Option("--top-p", help=range_help(RolloutConfig, "top_p", "Nucleus sampling."))
+    ] = 1.0,
     seed: Annotated[
         int | None, typer.Option("--seed", help="Sampling seed (same seed, same episodes).")
     ] = None,
-    save: Annotated[
+    output: Annotated[
         Path | None,
-        typer.Option("--save", "-o", help="Write the trajectories to FILE.parquet or FILE.jsonl."),
+        typer.Option("--output", "-o", help="Write the trajectories to FILE.parquet or FILE.jsonl."),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Replace the --save file if it exists and is not empty.")
+        bool, typer.Option("--force", help="Replace the --output file if it exists and is not empty.")
     ] = False,
+    save: SaveAlias = None,
+    base_url: BaseUrlOpt = None,
 ) -> None:
     """Run episodes of a model against a live MCP server and print them (turns, calls, results, answer)."""
     tasks = [t for t in (task or []) if t.strip()]
     if not tasks:
         raise ConfigError("no task given", hint='pass --task "what the model should do" (repeatable)')
+    save = one_output(output, save, "--save")
     if save is not None and save.suffix not in (".parquet", ".jsonl"):
         raise ConfigError(
             f"cannot save to {save}: unknown file type", hint="use a .parquet or .jsonl file name"
         )
-    check_output(save, "--save", force=force)
+    check_output(save, "--output", force=force)
     too_long = [n for n, t in enumerate(tasks, 1) if len(t) > MAX_TASK_TEXT]
     if too_long:
         raise ConfigError(
@@ -80,15 +102,13 @@ def rollout(
             f"a task may have at most {MAX_TASK_TEXT:,}",
             hint="a task is a request a user would type: put data the tools should read into the server",
         )
+    cfg = checked(
+        RolloutConfig, ROLLOUT_FLAGS,
+        max_turns=max_turns, max_new_tokens=max_new_tokens, max_context_tokens=max_context,
+        temperature=temperature, top_p=top_p, seed=seed,
+    )  # fmt: skip
     spec, policy = servers.spec(), servers.policy()
-    cfg = RolloutConfig(
-        max_turns=max_turns,
-        max_new_tokens=max_new_tokens,
-        max_context_tokens=max_context,
-        temperature=temperature,
-        top_p=top_p,
-        seed=seed,
-    )
+    check_model_name(model, base_url=check_base_url(base_url))
 
     from mcp_rl.models.registry import close_models, load_model
 
@@ -117,7 +137,7 @@ def rollout(
             )
             t0 = time.monotonic()
             with err_console.status(f"loading model {model} ..."):
-                chat_model = await anyio.to_thread.run_sync(load_model, model)
+                chat_model = await anyio.to_thread.run_sync(lambda: load_model(model, base_url=base_url))
             loaded.append(chat_model)
             err_console.print(
                 f"[dim]model {model} ready in {time.monotonic() - t0:.1f} s; running {n} x {len(tasks)} episodes[/]"

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from mcp_rl.cli.app import app, console
 from mcp_rl.cli.from_config import Given, config_options, validate
+from mcp_rl.cli.interrupt import on_interrupt
 from mcp_rl.cli.options import ServerOptions
 from mcp_rl.cli.progress import RichPhases
 from mcp_rl.errors import ConfigError, McpRlError, OutputError
@@ -80,6 +81,88 @@ def _report(result: dict[str, Any]) -> None:
     )
 
 
+RESUMABLE = ("max_steps", "eval_every", "patience", "log_to")
+"""The settings `train --resume` applies: when to stop and how to log. Every other one (the model,
+the tasks, the scoring, the LoRA, GRPO, the episodes) is what the committed steps were made with,
+and changing it halfway would make one run of two."""
+
+
+_POLICY = {"allow_tools": "allow", "deny_tools": "deny", "allow_destructive": "allow_destructive"}
+
+
+def _refuse_fixed_settings(
+    cfg: Given[TrainConfig], servers: Given[ServerOptions], saved: TrainConfig, run: RunDir
+) -> None:
+    """A setting given again with its saved value is fine (the original command line plus --resume);
+    a different one is refused, unless it is one of RESUMABLE."""
+
+    def saved_value(path: tuple[str, ...]) -> Any:
+        node: Any = saved
+        for key in path:
+            node = getattr(node, key)
+        return node
+
+    fixed = [
+        f.flag
+        for f in cfg.fields
+        if f.path in cfg.values and f.path[-1] not in RESUMABLE and cfg.values[f.path] != saved_value(f.path)
+    ]
+    # the server may be named again (its secrets were not saved) and its timeouts changed; its tool
+    # policy is part of what the run learned
+    fixed += [
+        f.flag
+        for f in servers.fields
+        if f.path in servers.values
+        and f.path[-1] in _POLICY
+        and servers.values[f.path] != getattr(saved.policy, _POLICY[f.path[-1]])
+    ]
+    if fixed:
+        flags = " ".join(f"--{name.replace('_', '-')}" for name in RESUMABLE)
+        raise ConfigError(
+            f"{', '.join(fixed)} cannot change when a run is resumed: its steps were made with the saved value",
+            hint=f"on resume only {flags} (and the server's timeouts) may change; start a new run for "
+            f"the others (--tasks {run.tasks_file} reuses this run's tasks)",
+        )
+    state = run.load_state()
+    changes = [p for p in cfg.values if p[-1] in RESUMABLE and cfg.values[p] != saved_value(p)]
+    if changes and state.test_best_done:
+        raise ConfigError(
+            f"{run.path} has finished ({state.stopped}): its test figure is final, so its settings no longer change",
+            hint=f"start a new run (--tasks {run.tasks_file} reuses its tasks)",
+        )
+
+
+def _changed(new: TrainConfig, old: TrainConfig) -> str:
+    return ", ".join(
+        f"{name} {_shown(getattr(old, name))} -> {_shown(getattr(new, name))}"
+        for name in RESUMABLE
+        if getattr(new, name) != getattr(old, name)
+    )
+
+
+def _shown(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _kept(run: RunDir, spec: ServerSpec) -> str:
+    """The one line a Ctrl-C of `train` prints: what is on disk, and the command that continues."""
+    again = " (with the same --server/--config and --env/--header)" if spec.secret_values() else ""
+    resume = f"mcp-rl train --resume {run.path}{again}"
+    if not run.tasks_file.exists():
+        return f"interrupted before the tasks were ready: nothing of {run.path} is worth keeping yet; {resume} writes them again"
+    state = run.load_state()
+    if not state.base_evaluated:
+        kept = "its tasks (the base model's evaluation was not finished)"
+    elif state.completed_step == 0:
+        kept = "its tasks and the base model's evaluation"
+    else:
+        steps = "step 1" if state.completed_step == 1 else f"steps 1-{state.completed_step}"
+        kept = f"its tasks, the base evaluation and {steps}, each whole"
+    if state.test_best_done:
+        return f"interrupted after the run finished: {run.path} is complete (mcp-rl report {run.path})"
+    return f"interrupted: {run.path} keeps {kept}; anything newer is redone. Continue with: {resume}"
+
+
 @app.command("train")
 @config_options
 def train_command(
@@ -111,14 +194,16 @@ def train_command(
         if run_dir is not None:
             raise ConfigError("give either --resume DIR or --run-dir DIR, not both")
         run = RunDir(resume)
-        saved = run.load_config()
-        if "log_to" in cfg:  # a resumed run keeps its settings, but may add or change its trackers
-            saved["log_to"] = cfg.get("log_to")
-        train_cfg = validate(TrainConfig, saved)
-        if "log_to" in cfg:
-            check_trackers(train_cfg.log_to)
+        saved = validate(TrainConfig, run.load_config())
+        _refuse_fixed_settings(cfg, servers, saved, run)
+        # the settings that may change on resume are applied (and saved, for the next resume)
+        train_cfg = cfg.build(base=saved.model_dump(mode="json"))
+        check_trackers(train_cfg.log_to)
         timeouts = {path[-1]: v for path, v in servers.values.items() if path[0] == "connection"}
         spec = _resumed_spec(train_cfg.server, srv.spec() if srv.given else None, timeouts)
+        if train_cfg != saved:
+            run.write_json(run.config_file, train_cfg.model_dump(mode="json"))
+            console.print(f"resuming with {_changed(train_cfg, saved)}", highlight=False)
     else:
         train_cfg = cfg.build()
         spec = srv.spec()
@@ -135,6 +220,7 @@ def train_command(
         made_here = not run.path.exists()
         run.create(train_cfg.model_dump(mode="json"))
     console.print(f"run directory: [bold]{run.path}[/]")
+    on_interrupt(lambda: _kept(run, spec))
     watcher = None
     if dashboard:
         from mcp_rl.cli.dashboard_cmd import start_beside

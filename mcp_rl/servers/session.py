@@ -30,6 +30,7 @@ from mcp_rl.servers.result_text import cut, normalize_call_result
 from mcp_rl.servers.results import CallStatus, ToolResult
 from mcp_rl.servers.schema import schema_problem, to_openai_parameters, validate_arguments
 from mcp_rl.servers.spec import ServerSpec
+from mcp_rl.servers.stdout_watch import StdoutWatch, watched
 from mcp_rl.servers.tools import ToolAnnotations, ToolSpec
 
 # Variables a stdio server may need besides the SDK's minimal set (locale, temp dirs, proxies
@@ -74,6 +75,7 @@ class _Connection:
         self.stop = anyio.Event()
         self.closed = anyio.Event()
         self.scope = anyio.CancelScope()
+        self.stdout = StdoutWatch()
 
     def _transport(self, errlog: Any) -> Any:
         spec = self.spec
@@ -81,7 +83,7 @@ class _Connection:
             params = StdioServerParameters(
                 command=spec.command[0], args=spec.command[1:], env=_server_env(spec), cwd=spec.cwd
             )
-            return stdio_client(params, errlog=errlog)
+            return watched(stdio_client(params, errlog=errlog), self.stdout)
         if spec.transport == "sse":
             return sse_client(spec.url or "", headers=spec.headers or None)
         http = create_mcp_http_client(headers=spec.headers or None)
@@ -96,7 +98,8 @@ class _Connection:
                     self.ready.set()
                     await self.stop.wait()
         except BaseException as e:
-            if isinstance(e, anyio.get_cancelled_exc_class()):
+            # a cancellation, or a Ctrl-C that landed in this task, is not the server's failure
+            if isinstance(e, anyio.get_cancelled_exc_class()) or not isinstance(e, Exception):
                 raise
             self.error = e
         finally:
@@ -170,18 +173,40 @@ class ServerSession:
         self._conn = conn
         self._crashed = False
         self._tg.start_soon(conn.run)
-        try:
-            with anyio.fail_after(self.connect_timeout):
+        deadline = time.monotonic() + self.connect_timeout
+        while not conn.ready.is_set() and time.monotonic() < deadline:
+            if conn.stdout.gave_up(time.monotonic()):
+                # It printed something else where the handshake belongs: say so now, not after the timeout.
+                await self._close_connection()
+                raise ServerStartError(
+                    f"server {self.spec.describe()!r}: {conn.stdout.describe()}",
+                    hint=self._stderr_hint(
+                        "a stdio server must write only MCP messages on stdout (logs go to stderr); "
+                        "check the command, or the server's logging settings"
+                    ),
+                )
+            with anyio.move_on_after(min(0.25, max(0.0, deadline - time.monotonic()))):
                 await conn.ready.wait()
-        except TimeoutError:
+        if not conn.ready.is_set():
             await self._close_connection()
+            if conn.stdout.first_line is not None:
+                raise ServerStartError(
+                    f"server {self.spec.describe()!r} did not finish connecting within "
+                    f"{self.connect_timeout:g} s: {conn.stdout.describe()}",
+                    hint=self._stderr_hint("a stdio server must write only MCP messages on stdout"),
+                )
             raise ServerTimeout(
                 f"server {self.spec.describe()!r} did not finish connecting within {self.connect_timeout:.0f} s",
                 hint=self._stderr_hint(
                     "raise --connect-timeout if it is just slow to start (first `uvx`/`npx` runs install)"
                 ),
-            ) from None
+            )
         if conn.error is not None:
+            if conn.stdout.first_line is not None and conn.stdout.messages == 0:
+                raise ServerStartError(
+                    f"server {self.spec.describe()!r} stopped before the MCP handshake: {conn.stdout.describe()}",
+                    hint=self._stderr_hint("a stdio server must write only MCP messages on stdout"),
+                )
             raise self._start_error(conn.error)
         client = conn.client
         assert client is not None

@@ -17,6 +17,8 @@ from mcp_rl.errors import ConfigError
 from mcp_rl.servers.connection import ConnectionSettings
 
 Transport = Literal["stdio", "http", "sse"]
+_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+"""Anything that starts like a URL is one (ftp://... is a wrong URL, not a program to run)."""
 
 
 class ServerSpec(BaseModel):
@@ -45,7 +47,14 @@ class ServerSpec(BaseModel):
             raise ConfigError(
                 "no server given", hint="pass --server URL_OR_COMMAND, or --config FILE --name NAME"
             )
-        if text.startswith(("http://", "https://")):
+        scheme = _URL_SCHEME.match(text)
+        if scheme and scheme.group(1).lower() not in ("http", "https"):
+            raise ConfigError(
+                f"unsupported server URL scheme {scheme.group(1)!r}: MCP servers are reached over http(s) "
+                "or started from a command line",  # the URL itself is not echoed: it may hold a token
+                hint="use e.g. http://127.0.0.1:8000/mcp, or a command line such as 'uvx mcp-server-time'",
+            )
+        if scheme:
             url = urlparse(text)
             if not url.hostname:
                 raise ConfigError(
@@ -73,6 +82,13 @@ class ServerSpec(BaseModel):
             ) from e
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(f"config file {path} is not valid JSON: {e}", hint="fix the JSON syntax") from e
+        except IsADirectoryError:
+            raise ConfigError(
+                f"config file {path} is a directory",
+                hint="give the JSON file itself, e.g. --config ~/.config/Claude/claude_desktop_config.json",
+            ) from None
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {path}: {e.strerror}", hint="check the path") from None
         servers = data.get("mcpServers") if isinstance(data, dict) else None
         if not isinstance(servers, dict) or not servers:
             raise ConfigError(
@@ -103,6 +119,12 @@ class ServerSpec(BaseModel):
         if reset is not None and not (isinstance(reset, list) and all(isinstance(x, str) for x in reset)):
             raise ConfigError(f"{where}: resetCommand must be a list of strings")
         if entry.get("url"):
+            scheme = _URL_SCHEME.match(str(entry["url"]).strip())
+            if not scheme or scheme.group(1).lower() not in ("http", "https"):
+                # a config's url is never a command line: "localhost:8000/mcp" must not be run
+                raise ConfigError(
+                    f"{where}: its url is not an http(s) URL", hint="e.g. http://127.0.0.1:8000/mcp"
+                )
             spec = cls.parse(str(entry["url"]), headers=headers)
             kind = str(entry.get("type") or entry.get("transport") or "").lower()
             if kind == "sse":
