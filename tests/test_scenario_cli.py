@@ -59,8 +59,6 @@ def test_generate_with_a_model_that_writes_garbage_ends_cleanly(tmp_path):
     assert not out.exists() and not out.with_name("tasks.report.json").exists()
     calls = re.search(r"exploration\s+│?\s*(\d+) calls", r.stdout)
     assert calls and int(calls.group(1)) > 0, r.stdout[-2000:]
-    # the quality figures are shown even so
-    assert "Task set quality" in r.stdout and "tool coverage" in r.stdout
 
 
 async def _check_references(server: str, tasks) -> dict[str, int]:
