@@ -53,6 +53,9 @@ class CheckResult(BaseModel):
     needed_calls_ok: bool | None = None
     """A valid call came back OK with a result the reference answer can come from (whichever tool
     made it); None when the task has no reference answer."""
+    used_tools: bool | None = None
+    """Some valid call came back OK; None when the task expects no tool. Not a reward component: the
+    reward's gate reads it (an answer to a task that needs tools, given without one, is not earned)."""
 
     extra: dict[str, float] = {}
     """Scores of the reward components registered with `reward_component` that applied."""
@@ -127,6 +130,7 @@ def run_checks(
         # used filter_items and get_item where the writer expected search_items).
         res.needed_calls_ok = bool(ok_calls) and reference_supported(reference, ok_results)
     if task and task.tools_expected:
+        res.used_tools = bool(ok_calls)
         used = {c.name for c in calls if c.valid}
         expected = set(task.tools_expected)
         res.expected_tools_used = len(expected & used) / len(expected)

@@ -15,12 +15,19 @@ Default weights (all configurable, and every component is stored with the trajec
 | needed_calls_ok      | 0.0    | the task has a reference answer (logged, not weighted: success reads it) |
 
 The reward is the weighted mean of the components that apply (weights renormalized over them),
-so it stays in [0, 1] whether or not a task is grounded or the judge answered. Then gates:
-- no final answer (a pasted tool result counts as none): the reward is multiplied by
-  `no_answer_factor` (0.25). Not 0, because a weak base model that rarely answers would give GRPO
-  groups of all zeros and no signal at all;
-- grounded task, answer checked wrong: the reward is capped at `wrong_answer_cap` (0.5), so a
-  judge fooled by a confident wrong answer cannot rank it above a right one.
+so it stays in [0, 1] whether or not a task is grounded or the judge answered. Then one gate: an
+episode that did not *earn* an answer has its reward multiplied by `no_answer_factor` (0.25). Not
+0, because a weak base model that rarely answers would give GRPO groups of all zeros and no signal.
+An answer is not earned when
+- there is none (a pasted tool result counts as none);
+- the task expects tools and no valid call came back OK (`answer_without_tools`): measured
+  2026-12-03 on `mcp-server-time` with `--judge none`, an answer with no calls and no values
+  ("That reply ends the task.") passed every check that applied, scored 0.5 against a looping
+  episode's 0.25, and 4 GRPO steps taught the policy to say it to every task without a call;
+- grounded task, answer checked wrong (`wrong_answer_as_none`): it scores exactly what the same
+  episode would with no answer (its `answer_faithful` is left out too), so a confident wrong answer
+  never pays more than stopping (a judge, asked about grounded groups only with `judge_grounded`,
+  still ranks inside that gate).
 """
 
 from __future__ import annotations
@@ -52,7 +59,12 @@ class RewardWeights(BaseModel):
 class RewardConfig(BaseModel):
     weights: RewardWeights = Field(default_factory=RewardWeights)
     no_answer_factor: float = Field(default=0.25, ge=0, le=1)
-    wrong_answer_cap: float | None = Field(default=0.5, ge=0, le=1)
+    answer_without_tools: bool = False
+    """Off: an answer to a task that expects tools counts only after a valid call came back OK."""
+    wrong_answer_as_none: bool = True
+    """A grounded task's wrong answer scores as no answer. Off: it scores as an answer (the judge and
+    the other checks decide), capped at `wrong_answer_cap` when that is set."""
+    wrong_answer_cap: float | None = Field(default=None, ge=0, le=1)
 
 
 def combine(
@@ -63,13 +75,18 @@ def combine(
     comps = checks.components()
     if ruler_score is not None:
         comps["ruler"] = float(ruler_score)
+    wrong = cfg.wrong_answer_as_none and checks.answer_correct is False
+    unearned = not cfg.answer_without_tools and checks.used_tools is False
+    earned = checks.answered and not wrong and not unearned
+    # an answer that does not count is not weighed either: the same episode without it scores the same
+    weighed = {k: v for k, v in comps.items() if earned or k != "answer_faithful"}
     weights = cfg.weights.model_dump()
-    total_w = sum(weights[k] for k in comps if k in weights)
+    total_w = sum(weights[k] for k in weighed if k in weights)
     if total_w > 0:
-        base = sum(weights[k] * v for k, v in comps.items() if k in weights) / total_w
+        base = sum(weights[k] * v for k, v in weighed.items() if k in weights) / total_w
     else:
-        base = comps["answered"]
-    gate = 1.0 if checks.answered else cfg.no_answer_factor
+        base = float(earned)
+    gate = 1.0 if earned else cfg.no_answer_factor
     reward = base * gate
     if cfg.wrong_answer_cap is not None and checks.answer_correct is False:
         reward = min(reward, cfg.wrong_answer_cap)

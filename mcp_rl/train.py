@@ -2,7 +2,8 @@
 
     tasks  = load or generate (train / val / test, disjoint by reference call and entity)
     base   = evaluate the model without its adapter on val, and once on test
-    repeat:  sample tasks -> N episodes each against the live server -> RULER + checks -> rewards
+    repeat:  draw train tasks (those whose groups still differ first: curriculum.py)
+             -> N episodes each against the live server -> RULER + checks -> rewards
              -> one GRPO step on the LoRA -> checkpoint -> every K steps evaluate on val
     until    val success has not improved by more than noise for P evaluations, or max_steps;
     best   = the checkpoint val chose, evaluated once on test: base vs best on test is the figure.
@@ -14,7 +15,6 @@ crash or kill -9 without losing a completed step.
 from __future__ import annotations
 
 import contextlib
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from judges import JudgeCache, JudgeConfig, Ruler, Scorer, load_rubric
+from mcp_rl.curriculum import TaskSampler
 from mcp_rl.errors import ConfigError, TaskError
 from mcp_rl.evaluate import (
     decide_all,
@@ -46,7 +47,7 @@ from mcp_rl.servers import ServerSpec
 from mcp_rl.task import Task
 from mcp_rl.tracking import Tracker, check_trackers, open_trackers
 from mcp_rl.train_config import TrainConfig
-from mcp_rl.trajectory import Trajectory
+from mcp_rl.trajectory import Trajectory, load_trajectories
 
 Say = Callable[[str], None]
 HELPER_SLOTS = 4
@@ -206,6 +207,14 @@ class Trainer:
         )
         self.scorer.ruler = Ruler(self.judge, jc, cache=self.cache)
 
+    def sampler(self, train: list[Task], completed: int) -> TaskSampler:
+        """The train-task sampler, with the history of the steps already committed (on resume)."""
+        sampler = TaskSampler(train, self.cfg.sampling, self.cfg.seed)
+        for step in range(1, completed + 1):
+            if self.run.step_file(step).exists():
+                sampler.record(load_trajectories(self.run.step_file(step)))
+        return sampler
+
     # --- the pieces of a step --------------------------------------------------------------
     async def episodes(
         self,
@@ -323,7 +332,7 @@ class Trainer:
             train, val, test = await self.tasks(pool)
             tasks = {t.id: t for t in [*train, *val]}  # test tasks never reach a training step
             self.record_prompt(pool)
-            rng = random.Random(cfg.seed)
+            sampler = self.sampler(train, state.completed_step)
             if not state.base_evaluated:
                 base = await self.evaluate(pool, val, step=0)
                 self._record(base)
@@ -338,8 +347,7 @@ class Trainer:
 
             for step in range(state.completed_step + 1, cfg.max_steps + 1):
                 t0 = time.monotonic()
-                rng.seed(cfg.seed * 7919 + step)  # the same tasks when a step is redone
-                batch = rng.sample(train, min(cfg.tasks_per_step, len(train)))
+                batch = sampler.draw(step, cfg.tasks_per_step)  # the same tasks when a step is redone
                 trajs = await self.episodes(pool, batch, cfg.group_size, step)
                 fault_point("rollout", step)  # no-op unless a reliability test asks for a kill here
                 t1 = time.monotonic()
@@ -353,8 +361,10 @@ class Trainer:
 
                 run.save_trajectories(trajs, run.step_file(step))
                 run.save_checkpoint(step, lambda d: self._save(d, optimizer))
+                sampler.record(trajs)
                 record = {
                     "kind": "step", "step": step, **summarize(trajs), **judge_stats, **train_stats,
+                    "tasks_retired": sampler.retired(),
                     "rollout_s": t1 - t0, "judge_s": t2 - t1, "train_s": t3 - t2,
                 }  # fmt: skip
                 self._record(record)

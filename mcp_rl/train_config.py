@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judges.reward import RewardConfig
+from mcp_rl.curriculum import SamplingConfig
 from mcp_rl.errors import ModelError
 from mcp_rl.grpo_config import GRPOConfig
 from mcp_rl.models.defaults import DEFAULT_JUDGE_MODEL, DEFAULT_POLICY_MODEL, DEFAULT_WRITER_MODEL
@@ -98,6 +99,7 @@ class TrainConfig(BaseModel):
     """Episodes per task (a GRPO group)."""
     tasks_per_step: int = Field(default=2, ge=1)
     """Tasks (groups) per step."""
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     max_steps: int = Field(default=20, ge=1)
     """Stop after this many steps at most."""
     eval_every: int = Field(default=2, ge=1)

@@ -24,7 +24,7 @@ from judges import (
     wilson_interval,
 )
 from mcp_rl.task import Task
-from mcp_rl.trajectory import load_trajectories
+from mcp_rl.trajectory import Trajectory, load_trajectories
 from tests.judge_fakes import FakeScriptedJudge
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
@@ -52,10 +52,64 @@ def test_combine_weighted_mean_over_components_that_apply():
 def test_gates_no_answer_and_wrong_answer():
     no_answer = combine(CheckResult(n_calls=1, parse_rate=1, schema_valid_rate=1, no_error_rate=1), 1.0)
     assert no_answer["gate"] == 0.25 and no_answer["reward"] == pytest.approx(0.25)
-    wrong = combine(CheckResult(answered=True, answer_correct=False), 1.0, RewardConfig(wrong_answer_cap=0.3))
+    # the old rule, still there by name: a wrong answer scored as an answer, capped
+    old = RewardConfig(wrong_answer_as_none=False, wrong_answer_cap=0.3)
+    wrong = combine(CheckResult(answered=True, answer_correct=False), 1.0, old)
     assert wrong["reward"] == pytest.approx(0.3)  # the judge's 1.0 is capped by the reference check
     zero = combine(CheckResult(answered=False), None, RewardConfig(no_answer_factor=0.0))
     assert zero["reward"] == 0.0
+
+
+# An episode of a grounded task: the right tool, called validly, came back OK; then one of three endings.
+TIME_TASK = Task(
+    id="tz", text="What time is it in Tokyo at 09:30 UTC?", source="grounded", reference_answer="18:30",
+    tools_expected=["convert_time"],
+)  # fmt: skip
+RESULT = '{"source": {"time": "09:30"}, "target": {"timezone": "Asia/Tokyo", "time": "18:30"}}'
+
+
+def _episode(answer, calls=1):
+    from mcp_rl.servers.results import CallStatus
+    from mcp_rl.trajectory import ToolCallRecord
+
+    args = {"source_timezone": "Etc/UTC", "time": "09:30", "target_timezone": "Asia/Tokyo"}
+    recs = [
+        ToolCallRecord(turn=i, name="convert_time", arguments=args, status=CallStatus.OK, result_text=RESULT)
+        for i in range(calls)
+    ]
+    return Trajectory(id=f"e{calls}{answer}", task_id="tz", tool_calls=recs, final_answer=answer)
+
+
+def _reward(traj, task=TIME_TASK, config=None):
+    return combine(run_checks(traj, task), None, config)["reward"]
+
+
+def test_a_wrong_answer_scores_exactly_what_no_answer_would():
+    right = _reward(_episode("In Tokyo it is 18:30."))
+    wrong = _reward(_episode("In Tokyo it is 09:30."))
+    none = _reward(_episode(None))
+    assert right > 0.9
+    assert wrong == pytest.approx(none) and wrong < 0.3
+    # negative control: the old rule paid the confident wrong answer twice what stopping got
+    old = RewardConfig(wrong_answer_as_none=False, wrong_answer_cap=0.5)
+    assert _reward(_episode("In Tokyo it is 09:30."), config=old) > 1.5 * _reward(_episode(None), config=old)
+
+
+def test_an_answer_without_any_tool_call_is_not_earned():
+    """The exploit the time run learned (docs/results.md): with --judge none, an answer that calls
+    nothing and states nothing passed every check that applied and beat an episode that used the
+    tool; now it scores below it, on a written task as on a grounded one."""
+    written = TIME_TASK.model_copy(update={"source": "written", "reference_answer": None})
+    idle = Trajectory(id="idle", task_id="tz", final_answer="That reply ends the task.")
+    looping = _episode(None, calls=4)
+    assert run_checks(idle, written).used_tools is False and run_checks(looping, written).used_tools
+    assert _reward(idle, written) < _reward(looping, written)
+    assert _reward(idle) < _reward(looping)
+    allowed = RewardConfig(answer_without_tools=True)  # negative control: the old reward
+    assert _reward(idle, written, allowed) > _reward(looping, written, allowed)
+    # a task that expects no tool: answering without one is fine
+    chat = written.model_copy(update={"tools_expected": []})
+    assert run_checks(idle, chat).used_tools is None and combine(run_checks(idle, chat), None)["gate"] == 1.0
 
 
 def test_checks_alone_rank_the_labeled_set_sensibly():

@@ -81,12 +81,12 @@ def assert_masks(spy: Spy, trajs: list[Trajectory]) -> None:
         assert all(lp <= 0.0 for lp in t.logprobs)
         assert all(lp == 0.0 for lp, m in zip(t.logprobs, t.sampled_mask, strict=True) if not m)
     # Every completion the model returned is in some trajectory, unchanged, at masked positions.
-    # (A sample that stopped on the pad token loses that token: the template ends the turn instead.)
+    # (A sample that stopped on the pad token has the template's end-of-turn token there instead.)
     flat = [i for s in sampled_all for i in s]
     for c in spy.samples:
-        ids = c.token_ids
+        ids = list(c.token_ids)
         if c.finish_reason == "stop" and ids and ids[-1] == spy.pad_token_id:
-            ids = ids[:-1]
+            ids[-1] = spy.eos_token_id
         assert _contains(flat, ids), "a sampled completion is missing from the masked ids"
 
 
@@ -120,6 +120,27 @@ def test_tiny_model_masks_after_a_real_tool_result(tiny: Any) -> None:
     assert_masks(spy, trajs)
     # 16 tokens of noise rarely end with eos: the cut turns get the template's end token, masked.
     assert any(c.finish_reason == "length" for c in spy.samples)
+
+
+def test_a_stop_on_the_pad_token_is_trained_as_the_end_of_the_turn(tiny: Any) -> None:
+    """Qwen models sometimes stop on <|endoftext|> instead of <|im_end|>. That decision must stay in
+    the trace as a sampled token (it used to be dropped, so stopping never got a gradient), and the
+    trace must still be exactly what the template renders."""
+    from mcp_rl.rollout.tokens import TokenTrace
+
+    messages = [{"role": "system", "content": "Answer."}, {"role": "user", "content": "How many?"}]
+    trace = TokenTrace(tiny, None)
+    trace.extend_to(messages, add_generation_prompt=True)
+    body = tiny.encode("There are 3.")
+    ids = [*body, tiny.pad_token_id]
+    lps = [-0.5] * len(ids)
+    content = trace.add_sample(Completion(text="There are 3.", token_ids=ids, logprobs=lps, finish_reason="stop"))
+    assert content == "There are 3."
+    assert trace.token_ids[-1] == tiny.eos_token_id != tiny.pad_token_id
+    assert trace.sampled_mask[-len(ids) :] == [1] * len(ids)  # the stop is a sampled token
+    messages.append({"role": "assistant", "content": content})
+    trace.extend_to(messages, add_generation_prompt=False)
+    assert verify_trace(tiny, messages, None, trace.token_ids, trace.sampled_mask) == []
 
 
 @pytest.mark.models

@@ -55,6 +55,15 @@ def _progress_line(msg: str, report: Any) -> str:
     )
 
 
+def _show(status: Any, line: str) -> None:
+    """The live status line on a terminal; in a log (no terminal), the same line printed, so a long
+    generation says what it is doing instead of staying silent for half an hour."""
+    if err_console.is_terminal:
+        status.update(line)
+    else:
+        err_console.print(line, highlight=False, soft_wrap=True)
+
+
 async def _run(
     spec: ServerSpec,
     policy: ToolPolicy,
@@ -93,7 +102,7 @@ async def _run(
                 s,
                 generator,
                 cfg,
-                progress=lambda msg, r: status.update(_progress_line(msg, r)),
+                progress=lambda msg, r: _show(status, _progress_line(msg, r)),
                 solvability=solvability,
             )
             return tasks, report, [t.name for t in s.tools]

@@ -79,9 +79,13 @@ class TokenTrace:
             )
         ended = bool(ids) and ids[-1] == self.model.eos_token_id
         if not ended and completion.finish_reason == "stop" and ids and ids[-1] == self.model.pad_token_id:
-            # Stopped on another end token (e.g. Qwen's <|endoftext|>): the template writes its own
-            # end-of-turn instead, so keep the ids the model produced before it.
-            ids, lps = ids[:-1], lps[:-1]
+            # Stopped on another end token (e.g. Qwen's <|endoftext|>). The template ends the turn
+            # with its own end-of-turn token, so that is what stands at this position: sampled (mask
+            # 1), so the decision to stop here gets a gradient like any other token. (Dropping it, as
+            # before, left the stop untrained.) Its log-prob is the sampler's for the token it chose:
+            # the clipped ratio's old log-probs are the trainer's own by default (grpo.py, 2).
+            ids[-1] = self.model.eos_token_id
+            ended = True
         body = ids[:-1] if ended else ids
         content = self.model.decode(body)
         self.token_ids.extend(ids)
