@@ -18,6 +18,7 @@ it is there for success and for reading runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from pydantic import BaseModel
@@ -89,6 +90,19 @@ def reward_component(name: str) -> Callable[[RewardComponent], RewardComponent]:
         return fn
 
     return register
+
+
+@reward_component("distinct_calls")
+def distinct_calls(traj: Trajectory, task: Task | None, checks: CheckResult) -> float | None:
+    """The share of calls that are not a repeat of an earlier call (same tool, same arguments): a
+    repeat fetches nothing new. 1 call then an answer scores 1; the loop the base models fall into
+    (the same call four times, no answer: every base episode of the 2026-12-03 runs) scores 0.25.
+    Without it a loop and one call then a wrong answer score alike, and a group of them teaches nothing."""
+    calls = traj.tool_calls
+    if not calls:
+        return None
+    seen = {(c.name, json.dumps(c.arguments, sort_keys=True, default=str)) for c in calls}
+    return len(seen) / len(calls)
 
 
 def run_checks(

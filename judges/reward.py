@@ -11,6 +11,7 @@ Default weights (all configurable, and every component is stored with the trajec
 | answer_faithful      | 0.25   | there is an answer (its values come from the task or an OK result) |
 | arguments_faithful   | 0.25   | the trajectory made at least one call (no argument value invented) |
 | no_error_rate        | 0.1    | the trajectory made at least one call        |
+| distinct_calls       | 0.25   | the trajectory made at least one call (share not repeating an earlier call) |
 | parse_rate, answered | 0.0    | (logged, not weighted: schema-valid implies parsed; the gate covers answering) |
 | needed_calls_ok      | 0.0    | the task has a reference answer (logged, not weighted: success reads it) |
 
@@ -54,6 +55,7 @@ class RewardWeights(BaseModel):
     parse_rate: float = Field(default=0.0, ge=0)
     answered: float = Field(default=0.0, ge=0)
     needed_calls_ok: float = Field(default=0.0, ge=0)
+    distinct_calls: float = Field(default=0.25, ge=0)
 
 
 class RewardConfig(BaseModel):

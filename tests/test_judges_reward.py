@@ -255,3 +255,17 @@ def test_a_new_check_is_one_function_plus_a_weight():
         del REWARD_COMPONENTS["says_please"]
     with pytest.raises(ValueError):
         reward_component("answer_correct")
+
+
+def test_a_loop_of_the_same_call_scores_below_one_call_then_stopping():
+    """The base models' loop (the same call until the turn limit, no answer) against one call and a
+    stop: the loop fetched nothing new and scores lower, so a group of the two has a gradient toward
+    stopping; neither earned an answer, and a right answer still beats both by far."""
+    loop = run_checks(_episode(None, calls=4), TIME_TASK)
+    once = run_checks(_episode("In Tokyo it is 09:30.", calls=1), TIME_TASK)
+    assert loop.extra["distinct_calls"] == 0.25 and once.extra["distinct_calls"] == 1.0
+    assert combine(loop, None)["reward"] < combine(once, None)["reward"] < 0.3
+    assert _reward(_episode("In Tokyo it is 18:30.")) > 3 * combine(once, None)["reward"]
+    no_weight = RewardConfig(weights=RewardWeights(distinct_calls=0))  # negative control
+    assert combine(loop, None, no_weight)["reward"] == pytest.approx(combine(once, None, no_weight)["reward"])
+    assert "distinct_calls" not in run_checks(Trajectory(id="n", task_id="tz", final_answer="Hi"), TIME_TASK).extra

@@ -89,6 +89,7 @@ def _train(tmp_path, monkeypatch_fn=None) -> list[float]:
         answered=0,
         answer_faithful=0,
         arguments_faithful=0,
+        distinct_calls=0,
     )
     cfg = TrainConfig(
         model="tiny",
