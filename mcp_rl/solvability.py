@@ -72,12 +72,22 @@ async def _solve_rates(
 
 
 def _outcome(verdict: Any, traj: Any) -> bool | None:
-    """An attempt's say on whether the task can be solved. An attempt that answered from its own head,
-    calling no tool (a value no tool returned: the faithfulness gate), says nothing about the task:
-    measured, the 1.5B writer answered "the mean of 4, 8 and 15" with mental arithmetic, which strict
-    grading fails, and the task was dropped. Such an attempt is not graded (None), not a failure."""
-    if traj.tool_calls or verdict.success is not False:
+    """An attempt's say on whether the task can be solved. Two kinds of failed attempt say nothing
+    about the task, only about the checker, and are not graded (None), not failures:
+    - one that never answered (it ran out of turns, or the server or context ended it). Measured
+      2026-12-04 on the npm filesystem server: this rule missing, all 24 written tasks of a 48-task
+      generation were dropped. The three the report names, re-run by hand ("Read the content of the
+      'README.md' file and display it in the console." among them), show why: the 1.5B writer, greedy,
+      made the right call, got an OK result and repeated the same call until the turn limit;
+    - one that answered from its own head, calling no tool (a value no tool returned: the faithfulness
+      gate): the 1.5B writer answered "the mean of 4, 8 and 15" with mental arithmetic, which strict
+      grading fails, and the task was dropped."""
+    if verdict.success is not False:
         return verdict.success
+    if not (traj.final_answer or "").strip() or traj.end != "answer":
+        return None
+    if traj.tool_calls:
+        return False
     skipped_tools = verdict.answered_without_tools or (
         verdict.gates.get("answered") and verdict.gates.get("answer_faithful") is False
     )

@@ -155,3 +155,25 @@ def test_an_attempt_that_never_called_a_tool_neither_solves_nor_drops_a_task(tas
     kept = _check(written, FakeMentalArithmetic())
     assert [t.id for t in kept] == [t.id for t in written]
     assert all(t.notes["solved"] == "unknown" and t.notes["solve_rate"] is None for t in kept)
+
+
+class FakeLooper:
+    """A fake checker that makes a right call and then repeats it until the turn limit, never answering:
+    what the 1.5B writer did on every written task of a filesystem-server generation. As a judge it
+    fails every attempt."""
+
+    name = "fake-looper"
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] == VERDICT_SYSTEM:
+            return [Completion(text='{"success": false, "explanation": "no answer"}')]
+        return [Completion(text=json.dumps({"name": "list_categories", "arguments": {}}))]
+
+
+def test_an_attempt_that_never_answered_neither_solves_nor_drops_a_task(tasks):
+    written = [t for t in tasks if t.source == "written"]
+    kept = _check(written, FakeLooper())
+    assert [t.id for t in kept] == [t.id for t in written]
+    assert all(t.notes["solved"] == "unknown" for t in kept)
+    # negative control: an attempt that answered and was judged wrong still drops the task
+    assert _check(written, FakeGiveUp()) == []
