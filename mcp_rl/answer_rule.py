@@ -135,7 +135,16 @@ def format_value(value: Any) -> str:
     return str(value).strip()
 
 
+# JavaScript's Date.toString(), what Node servers print: "Fri Dec 04 2026 15:07:51 GMT+0000 (UTC)"
+_JS_DT = re.compile(r"^[A-Z][a-z]{2} ([A-Z][a-z]{2} \d{2} \d{4} \d{2}:\d{2}:\d{2}) GMT([+-]\d{4})(?: \(.*\))?$")
+
+
 def parse_datetime(value: Any) -> datetime | None:
+    if isinstance(value, str) and (js := _JS_DT.match(value.strip())):
+        try:
+            return datetime.strptime(f"{js[1]} {js[2]}", "%b %d %Y %H:%M:%S %z")
+        except ValueError:
+            return None
     if not isinstance(value, str) or not _ISO_DT.match(value.strip()):
         return None
     try:

@@ -21,6 +21,12 @@ _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DAY_NAMES = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 _COUNT_KEY = re.compile(r"(count|total|matches|num_|number)", re.IGNORECASE)
 _MAX_ANSWER_CHARS = 80
+_PLACEHOLDER = re.compile(r"\[(resource|image|audio|blob)\b")
+_NOTHING = re.compile(
+    r"^\s*(no|nothing|none|0)\b.{0,40}\b(found|match(es|ed)?|results?|entries|exists?)\b|\b(error|exception|"
+    r"not found|denied|invalid|failed|EISDIR|ENOENT)\b",
+    re.IGNORECASE,
+)
 _MAX_NAMES = 8
 
 
@@ -35,6 +41,63 @@ class Fact:
     weight: float = 1.0
     dated: bool = False
     """The value depends on today's date or the current time."""
+    avoid: list[str] = field(default_factory=list)
+    """Words the question must not use: they name another field than the one answered (a yes/no about
+    `isFile` asked as "is it a directory?", when the record has `isDirectory` too, gets "no" wrong)."""
+    kinds: list[list[str]] = field(default_factory=list)
+    """For a count or list of entries of several kinds (`[FILE]` and `[DIR]`): words for each kind. A
+    question that names some kinds but not all ("how many directories") asks for fewer entries than
+    the answer holds."""
+
+
+_FILLER_WORDS = {"is", "has", "the", "of", "a", "an"}
+_ABBREVIATIONS = {
+    "dir": ("directory", "folder"),
+    "repo": ("repository",),
+    "pkg": ("package",),
+    "msg": ("message",),
+    "img": ("image",),
+    "doc": ("document",),
+}
+
+
+def _plurals(word: str) -> list[str]:
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return [word, word[:-1] + "ies"]
+    return [word, word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")]
+
+
+def word_forms(name: str) -> list[str]:
+    """The words a field name or a kind stands for, with plurals: `isDirectory` -> directory,
+    directories; `DIR` -> dir, dirs, directory, directories, folder, folders."""
+    parts = [w.lower() for w in re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", name) if len(w) >= 2]
+    out: list[str] = []
+    for w in parts:
+        if w in _FILLER_WORDS:
+            continue
+        for base in (w, *_ABBREVIATIONS.get(w, ())):
+            out += _plurals(base)
+    return list(dict.fromkeys(out))
+
+
+def _sibling_flag_words(obj: dict[str, Any], key: str) -> list[str]:
+    """Words of the other yes/no fields of the record that the field `key` itself does not use."""
+    own = set(word_forms(key))
+    words = [w for k, v in obj.items() if k != key and isinstance(v, bool) for w in word_forms(k)]
+    return [w for w in dict.fromkeys(words) if w not in own]
+
+
+def _kinds(dicts: list[dict[str, Any]], name_key: str | None) -> list[list[str]]:
+    """Word forms of each kind, when the entries carry a kind field (a short string of 2-4 values,
+    like `type`: FILE / DIR); [] otherwise."""
+    for k in dicts[0] if dicts else {}:
+        values = [x.get(k) for x in dicts]
+        if k == name_key or not all(isinstance(v, str) and 0 < len(v) <= 12 for v in values):
+            continue
+        distinct = list(dict.fromkeys(str(v).lower() for v in values))
+        if 2 <= len(distinct) <= 4 and len(distinct) < len(values):
+            return [word_forms(v) for v in distinct]
+    return []
 
 
 def _now_anchored(data: Any, now: datetime, window: timedelta) -> tuple[bool, bool]:
@@ -114,9 +177,10 @@ def _field_facts(
         is_dated = dated and (str(v).lower() in _DAY_NAMES or isinstance(v, bool))
         if is_dated and not now_result:
             continue  # about a date the call was not asked about (today's, implicitly): not a fair question
-        out.append(
-            Fact(AnswerRule(kind="field", path=[*path, k]), format_value(v), what, mentions, weight, is_dated)
-        )
+        fact = Fact(AnswerRule(kind="field", path=[*path, k]), format_value(v), what, mentions, weight, is_dated)
+        if isinstance(v, bool):
+            fact.avoid = _sibling_flag_words(obj, k)
+        out.append(fact)
     return out
 
 
@@ -132,16 +196,13 @@ def _list_facts(
     """Facts about a list. `complete` is False when the server says the list was cut (a `total` larger
     than its length): then neither its length nor its names answer a question about all of them."""
     out: list[Fact] = []
+    dicts = [x for x in items if isinstance(x, dict)]
+    name_key = _handle_key(dicts)
+    kinds = _kinds(dicts, name_key) if len(dicts) == len(items) else []
     if complete:
-        out.append(
-            Fact(
-                AnswerRule(kind="count", path=list(path)),
-                str(len(items)),
-                f"how many entries{label}",
-                [],
-                0.8,
-            )
-        )
+        count = Fact(AnswerRule(kind="count", path=list(path)), str(len(items)), f"how many entries{label}", [], 0.8)
+        count.kinds = kinds
+        out.append(count)
     entries = [x for x in items if isinstance(x, str)]
     if complete and len(entries) == len(items) and 1 < len(entries) <= _MAX_NAMES:
         # a listing of plain entries (cities, titles, paths): the entries themselves are the answer
@@ -149,13 +210,13 @@ def _list_facts(
         if all(0 < len(e.strip()) <= 60 for e in entries) and len(answer) <= 3 * _MAX_ANSWER_CHARS:
             rule = AnswerRule(kind="names", path=list(path))
             out.append(Fact(rule, answer, f"every entry{label}, in order", [], 0.8))
-    dicts = [x for x in items if isinstance(x, dict)]
-    name_key = _handle_key(dicts)
     if complete and name_key and 1 < len(dicts) <= _MAX_NAMES:
         answer = ", ".join(str(x[name_key]) for x in dicts)
         if len(answer) <= 3 * _MAX_ANSWER_CHARS:
             rule = AnswerRule(kind="names", path=list(path), name_key=name_key)
-            out.append(Fact(rule, answer, f"the `{name_key}` of every entry{label}, in order", [], 0.8))
+            names = Fact(rule, answer, f"the `{name_key}` of every entry{label}, in order", [], 0.8)
+            names.kinds = kinds
+            out.append(names)
     for obj in dicts[:12] if name_key else []:
         name = str(obj[name_key])
         selector = {"key": name_key, "equals": obj[name_key]}
@@ -194,7 +255,10 @@ def extract_facts(
         t = result_text.strip()
         # not a placeholder for an image or a file (`[resource file:///...: mime, N bytes]`): a user
         # could never say it back
-        if t and "\n" not in t and len(t) <= 150 and not re.match(r"\[(resource|image|audio|blob)\b", t):
+        # nor a report of nothing found or of an error: a question whose answer is "No matches found"
+        # asks about an argument exploration made up (measured: 4 of 24 filesystem tasks searched for
+        # the placeholder pattern 'example')
+        if t and "\n" not in t and len(t) <= 150 and not _PLACEHOLDER.match(t) and not _NOTHING.search(t):
             return [Fact(AnswerRule(kind="text"), t, "the whole reply", [], 0.3)]
         return []
     near_now, near_today = _now_anchored(data, now or datetime.now(UTC), timedelta(minutes=10))

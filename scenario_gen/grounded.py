@@ -128,6 +128,21 @@ def mentions_ok(question: str, groups: list[list[str]]) -> list[str]:
 _CLOCK = re.compile(r"\d{1,2}:\d{2}")
 
 
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+
+
+def _without_values(question: str, mentions: list[list[str]]) -> str:
+    """The question's own words: quoted text and the values it was made to mention taken out."""
+    q = _QUOTED.sub(" ", question)
+    for m in sorted({m for g in mentions for m in g if m}, key=len, reverse=True):
+        q = q.replace(m, " ")
+    return q
+
+
+def _has_word(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text.lower()) is not None
+
+
 def gives_answer_away(question: str, answer: str, mentions: list[list[str]]) -> bool:
     a = answer.strip().lower()
     if a in ("yes", "no") or len(a) < 2:
@@ -286,6 +301,13 @@ class GroundedWriter:
             words = asked_words(c.fact)
             if words and not any(w in q.lower() for w in words):
                 return f"the question must ask for {c.fact.what} (use a word like {words[0]!r})"
+            asks = _without_values(q, c.mentions)  # '/srv/files/trips' names no kind of entry
+            if other := [w for w in c.fact.avoid if _has_word(asks, w)]:
+                return f"the question must ask for {c.fact.what}, not about {other[0]!r}"
+            named = [kind[0] for kind in c.fact.kinds if any(_has_word(asks, w) for w in kind)]
+            if named and len(named) < len(c.fact.kinds):
+                every = " and ".join(kind[0] for kind in c.fact.kinds)
+                return f"the question must ask for {c.fact.what} (all of them: {every}), not only {named[0]!r}"
             item.question = q
             return None
 

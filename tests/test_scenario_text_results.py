@@ -162,3 +162,71 @@ def test_a_heading_line_is_not_an_entry_and_a_file_placeholder_is_no_answer():
     assert result_data(listing) == ["/srv/a", "/srv/b"]
     assert {f.answer for f in extract_facts(listing) if f.rule.kind == "count"} == {"2"}
     assert extract_facts("[resource file:///srv/a/x.md: application/octet-stream, 66 bytes]") == []
+
+
+def test_a_node_date_reads_as_a_time_and_a_yes_no_fact_avoids_its_sibling_flags():
+    from mcp_rl.answer_rule import parse_datetime
+
+    assert parse_datetime("Tue May 13 2025 09:12:44 GMT+0000 (Coordinated Universal Time)").hour == 9
+    facts = extract_facts(FILE_INFO, {"path": "/home/ana/work/budget.csv"})
+    created = next(f for f in facts if f.rule.path == ["created"])
+    assert created.answer == "09:12" and created.rule.transform == "time_hhmm"  # not the raw JS string
+    is_file = next(f for f in facts if f.rule.path == ["is_file"])
+    is_dir = next(f for f in facts if f.rule.path == ["is_directory"])
+    # measured: "Is the file '/work/exp/tp/files' a directory?" was written for `isFile` (answer "no")
+    assert "directory" in is_file.avoid and "file" not in is_file.avoid
+    assert "file" in is_dir.avoid
+
+
+def test_counts_and_names_of_a_listing_of_several_kinds_carry_the_kinds():
+    facts = _facts_by_answer(LISTING)
+    for answer in ("3", "budget.csv, drafts, readme.md"):
+        assert [k[0] for k in facts[answer].kinds] == ["file", "dir"]
+        assert "directories" in facts[answer].kinds[1]
+    assert _facts_by_answer("[FILE] a.csv\n[FILE] b.csv")["2"].kinds == []  # one kind: nothing to confuse
+
+
+def test_a_report_of_nothing_found_or_of_an_error_is_no_answer():
+    for text in ("No matches found", "/srv/files: Error - EISDIR: illegal operation on a directory, read"):
+        assert extract_facts(text) == []
+    assert [f.answer for f in extract_facts("3.048 m")] == ["3.048 m"]
+
+
+def test_the_grounded_writer_rejects_a_question_about_another_flag_or_only_some_kinds():
+    import anyio
+
+    from mcp_rl.models.base import Completion
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import Step
+    from scenario_gen.grounded import Candidate, GroundedWriter
+
+    class Scripted:
+        name = "scripted"
+
+        def __init__(self, questions):
+            self.questions = list(questions)
+
+        async def chat(self, messages, tools=None, n=1, sampling=None):
+            return [Completion(text=json.dumps({"question": self.questions.pop(0)}))]
+
+    def write(text, args, pick, questions):
+        step = Step(index=0, tool="stat", arguments=args, status=CallStatus.OK, result_text=text)
+        fact = next(f for f in extract_facts(text, args) if pick(f))
+        writer = GroundedWriter(Scripted(questions), [], seed=0)
+        task = anyio.run(writer.write, Candidate([step], fact, [[args["path"]]]))
+        return task, writer.problems
+
+    path = {"path": "/home/ana/files/budget.csv"}
+    is_file = lambda f: f.rule.path == ["is_file"]  # noqa: E731
+    task, problems = write(FILE_INFO, path, is_file, [f"Is {path['path']} a directory?"] * 3)
+    assert task is None and list(problems) == ["question rejected (asked for something else)"]
+    task, _ = write(FILE_INFO, path, is_file, [f"Is {path['path']} a directory?", f"Is {path['path']} a file?"])
+    assert task is not None and task.text.endswith("a file?") and task.reference_answer == "yes"
+
+    listing = {"path": "/home/ana/files"}
+    count = lambda f: f.rule.kind == "count"  # noqa: E731
+    ask = [f"How many directories are in {listing['path']}?"] * 3
+    task, problems = write(LISTING, listing, count, ask)
+    assert task is None and list(problems) == ["question rejected (asked for something else)"]
+    task, _ = write(LISTING, listing, count, [f"How many files and folders are in {listing['path']}?"])
+    assert task is not None and task.reference_answer == "3"
