@@ -30,6 +30,7 @@ from scenario_gen.argshapes import (
 )
 from scenario_gen.values import ValuePool, is_id_like
 
+_PATH_PARAM = re.compile(r"(^|_)(path|paths|dir|directory|folder|root|repo|repository)$", re.IGNORECASE)
 _QUOTED = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60})`")
 _ARRAY_VARIANTS = 3
 
@@ -180,6 +181,8 @@ def param_candidates(name: str, schema: dict[str, Any], pool: ValuePool) -> list
         if _fits(seen.value, t) or (t == "string" and isinstance(seen.value, int | float)):
             value = str(seen.value) if t == "string" else seen.value
             out.append(Candidate(value, 4.0, steps=(seen.step,)))
+    if t == "string" and _PATH_PARAM.search(name):
+        out += [Candidate(p, 3.5) for p in pool.launch_paths]
     if _is_query(name):
         # free-text search parameters: single words from names already seen ("Tent", "Kettle")
         for seen in pool.name_words()[:12]:

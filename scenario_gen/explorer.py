@@ -30,7 +30,7 @@ from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
 from scenario_gen import writer_prompts
 from scenario_gen.argsynth import ArgProposal, schema_errors, synthesize
-from scenario_gen.values import ValuePool
+from scenario_gen.values import ValuePool, launch_paths
 
 
 class ExplorableSession(Protocol):
@@ -139,6 +139,9 @@ class Explorer:
         self.on_step = on_step
         self.steps: list[Step] = []
         self.pool = ValuePool()
+        spec = getattr(session, "spec", None)
+        if spec is not None and spec.transport == "stdio":
+            self.pool.launch_paths = launch_paths(spec.command, spec.cwd)
         self.stats = ExploreStats()
         self._tried: set[tuple[str, str]] = set()
         self._per_tool: Counter[str] = Counter()

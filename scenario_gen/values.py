@@ -8,6 +8,7 @@ back afterwards.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,9 @@ class ValuePool:
     by_key: dict[str, list[SeenValue]] = field(default_factory=dict)
     accepted: dict[str, list[Any]] = field(default_factory=dict)
     """Argument values the server accepted (a call with them succeeded): real values for the writer."""
+    launch_paths: list[str] = field(default_factory=list)
+    """Paths the user started the server on (`--repository /srv/repo`, a root directory): the values
+    a path parameter most likely wants before any result has named one (`launch_paths`)."""
 
     def add_accepted(self, arguments: dict[str, Any], limit_per_key: int = 20) -> None:
         for k, v in arguments.items():
@@ -180,3 +184,23 @@ def _join(base: str, name: str) -> str:
 def _plain(value: str) -> bool:
     """A value worth showing: short, not a timestamp or a long free text."""
     return 0 < len(value) <= 40 and not re.match(r"^\d{4}-\d{2}-\d{2}", value)
+
+
+_PROGRAMS = (".py", ".js", ".mjs", ".cjs", ".ts", ".jar", ".exe", ".sh")
+"""A server's own program, not a value a user would name."""
+
+
+def launch_paths(command: list[str], cwd: str | None = None) -> list[str]:
+    """The existing files and directories named on a stdio server's command line (its own executable
+    and interpreter aside), as absolute paths. Only paths that exist: an argument that is not one may
+    be a token, and is never read. Measured: `mcp-server-git --repository R` rejects every call whose
+    `repo_path` is not R, and with nothing else to go on exploration made 25 calls, none of them OK."""
+    out: list[str] = []
+    for arg in command[1:]:
+        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        if not value.startswith(("/", "./", "../", "~")):
+            continue
+        path = os.path.abspath(os.path.join(cwd or ".", os.path.expanduser(value)))
+        if os.path.isdir(path) or (os.path.isfile(path) and not path.endswith(_PROGRAMS)):
+            out.append(path)
+    return list(dict.fromkeys(out))

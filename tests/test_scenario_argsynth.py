@@ -155,3 +155,21 @@ def test_every_proposal_fits_its_schema_whatever_the_shape():
     for i, shape in enumerate(shapes):
         params = _obj(**{f"p{i}": shape})
         assert _proposals(params), shape
+
+
+def test_paths_the_server_was_started_on_are_offered_to_path_parameters(tmp_path):
+    from scenario_gen.argsynth import param_candidates
+    from scenario_gen.values import ValuePool, launch_paths
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (tmp_path / "server.py").write_text("")
+    command = ["uvx", "mcp-server-git", "--repository", str(repo), f"--db={tmp_path}/missing.db", "--token", "abc",
+               str(tmp_path / "server.py"), "./repo"]  # fmt: skip
+    # only what exists, and not a program: a missing path or a token is never taken (it may be a secret)
+    assert launch_paths(command, cwd=str(tmp_path)) == [str(repo)]
+    pool = ValuePool(launch_paths=[str(repo)])
+    assert next(c.value for c in param_candidates("repo_path", {"type": "string"}, pool)) == str(repo)
+    array = {"type": "array", "items": {"type": "string"}}
+    assert str(repo) in next(c.value for c in param_candidates("paths", array, pool))
+    assert str(repo) not in [c.value for c in param_candidates("message", {"type": "string"}, pool)]
