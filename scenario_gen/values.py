@@ -112,7 +112,7 @@ class ValuePool:
                         keep(key, v, ctx_name)
                         if key == "name" and depth == 0 and noun:
                             keep(noun, v, ctx_name)
-                        if isinstance(v, str) and key == "name" and (base is not None or v.startswith("/")):
+                        if isinstance(v, str) and key == "name" and _file_like(v) and (base or v.startswith("/")):
                             keep("path", _join(base or "/", v), v)
 
         walk(data, 0, None, "name")
@@ -172,6 +172,16 @@ def _scalars(node: Any) -> list[str | int | float]:
     if isinstance(node, list):
         return [x for v in node for x in _scalars(v)]
     return [node] if isinstance(node, str | int | float) and not isinstance(node, bool) else []
+
+
+_FILE_LIKE = re.compile(r"^/\S*$|^[^\s*]+\.[A-Za-z0-9]{1,8}$|^[^\s*]+/$")
+
+
+def _file_like(entry: str) -> bool:
+    """An entry of a plain listing that names a file: a full path, a name with an extension, or a
+    directory with its slash. Not any line: measured, `git_branch` lists `feature/charts` and
+    `* main` for `repo_path=R`; taken as paths (R/feature/charts), they failed 21 of 28 exploratory calls."""
+    return bool(_FILE_LIKE.match(entry.strip()))
 
 
 def _join(base: str, name: str) -> str:

@@ -230,3 +230,11 @@ def test_the_grounded_writer_rejects_a_question_about_another_flag_or_only_some_
     assert task is None and list(problems) == ["question rejected (asked for something else)"]
     task, _ = write(LISTING, listing, count, [f"How many files and folders are in {listing['path']}?"])
     assert task is not None and task.reference_answer == "3"
+
+
+def test_a_listing_of_names_that_are_not_files_gives_no_paths():
+    pool = ValuePool()
+    pool.add_result(result_data("  feature/charts\n  fix/rounding\n* main"), 0, {"repo_path": "/srv/repo"})
+    assert "path" not in pool.by_key  # branch names, not files under the repository
+    pool.add_result(result_data("notes.txt\ndocs/\nREADME.md"), 1, {"path": "/srv/repo"})
+    assert [v.value for v in pool.by_key["path"]] == ["/srv/repo/notes.txt", "/srv/repo/docs/", "/srv/repo/README.md"]
