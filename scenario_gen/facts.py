@@ -67,10 +67,16 @@ def _plurals(word: str) -> list[str]:
     return [word, word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")]
 
 
+def name_parts(name: str) -> list[str]:
+    """The words of a field or kind name, split at separators and camelCase (`isDirectory` -> is,
+    Directory); one-letter pieces dropped."""
+    return [w for w in re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", name) if len(w) >= 2]
+
+
 def word_forms(name: str) -> list[str]:
     """The words a field name or a kind stands for, with plurals: `isDirectory` -> directory,
     directories; `DIR` -> dir, dirs, directory, directories, folder, folders."""
-    parts = [w.lower() for w in re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", name) if len(w) >= 2]
+    parts = [w.lower() for w in name_parts(name)]
     out: list[str] = []
     for w in parts:
         if w in _FILLER_WORDS:

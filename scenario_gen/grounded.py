@@ -26,7 +26,7 @@ from mcp_rl.structured import ask_items
 from mcp_rl.task import MAX_ANSWER, ReferenceCall, Task
 from scenario_gen import writer_prompts
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
-from scenario_gen.facts import Fact, extract_facts
+from scenario_gen.facts import Fact, extract_facts, name_parts
 from scenario_gen.validate import leaked_names, strip_tool_mentions
 
 
@@ -100,7 +100,7 @@ def asked_words(fact: Fact) -> tuple[str, ...]:
     if rule.transform == "date":
         return ("date",)
     key = next((p for p in reversed(rule.path) if isinstance(p, str)), "")
-    parts = [w for w in re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", key) if len(w) >= 2]
+    parts = name_parts(key)
     parts = [w.lower() for w in parts if w.lower() not in _FILLER] or [w.lower() for w in parts]
     out: list[str] = []
     for w in parts:
