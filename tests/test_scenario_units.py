@@ -97,6 +97,31 @@ def test_list_of_content_blocks_and_counts():
     assert any(f.answer == "4" and f.mentions == [["cooking"]] for f in facts)
 
 
+def test_an_element_without_a_name_field_is_named_by_all_its_short_fields():
+    # a knowledge graph's relations: `to` happens to be distinct, but "the relation of Ines" is not a
+    # question; it must name both ends (the memory server's set had 5 of 13 such references wrong)
+    text = json.dumps(
+        {
+            "relations": [
+                {"type": "relation", "from": "Anna Weber", "to": "Ines Moreau", "relationType": "friend of"},
+                {"type": "relation", "from": "Paul Moreau", "to": "Anna Weber", "relationType": "married to"},
+            ]
+        }
+    )
+    facts = extract_facts(text)
+    rel = next(f for f in facts if f.answer == "married to")
+    assert sorted(g[0] for g in rel.mentions) == ["Anna Weber", "Paul Moreau"]
+    assert "Paul Moreau" in rel.what and "Anna Weber" in rel.what
+    assert mentions_ok("What is the relationship between Anna Weber and someone?", rel.mentions) == ["Paul Moreau"]
+    assert mentions_ok("How is Paul Moreau related to Anna Weber?", rel.mentions) == []
+    # the answer may be one end, when the question names the other end and the relation
+    who = next(f for f in facts if f.answer == "Ines Moreau")
+    assert sorted(g[0] for g in who.mentions) == ["Anna Weber", "friend of"]
+    # `type` is the same in every element: it names nothing
+    assert not any(["relation"] in f.mentions for f in facts)
+    assert apply_rule(rel.rule, [text]) == "married to"
+
+
 def test_apply_rule_fails_softly():
     rule = AnswerRule(kind="field", path=["missing"])
     assert apply_rule(rule, ['{"a": 1}']) is None
