@@ -15,7 +15,8 @@ Cost, measured (2026-12-03, the offline 1.5B writer on one thread of 2 shared co
 6-7): 4 written stats_lab tasks, 1 attempt of at most 3 turns each, took 540 s (about 40 CPU-seconds
 a task); the self-contained verdicts of the same 4 tasks took 175 s. A pass over all 48 tasks of a
 set would cost far more than a few minutes, so the default attempts only written tasks, once each,
-for at most 3 turns: grounded tasks were already verified by re-running their calls
+for at most 3 turns, and an attempt that ran out of turns after an OK call is asked once more, with no
+tools, for its answer: grounded tasks were already verified by re-running their calls
 (`--check-grounded` attempts them too). Budget about half a minute per written task on a quiet
 machine, or `--no-solvability`.
 """
@@ -26,8 +27,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_rl.models.base import ChatModel
+from mcp_rl.models.base import ChatModel, SamplingParams
+from mcp_rl.servers.results import CallStatus
 from mcp_rl.task import Task
+from mcp_rl.toolcalls import parse_message
+from mcp_rl.trajectory import Trajectory
 from scenario_gen.grounded import verify
 
 
@@ -61,6 +65,7 @@ async def _solve_rates(
     groups = await run_tasks(model, pool, list(tasks), n=attempts, config=rollout)
     rates: list[float | None] = []
     for task, trajs in zip(tasks, groups, strict=True):
+        trajs = [await _last_word(model, t) for t in trajs]
         reference = task.reference_answer
         if task.answer_depends_on_state and task.reference_calls:
             outcome = await verify(pool.first, task)
@@ -71,10 +76,37 @@ async def _solve_rates(
     return rates
 
 
+LAST_WORD = (
+    "You have no tool calls left. Answer my request now, in one short message, from the tool results "
+    "above. Do not call a tool."
+)
+
+
+async def _last_word(model: ChatModel, traj: Trajectory) -> Trajectory:
+    """An attempt that ran out of turns after an OK call gets one more message, with no tools offered,
+    asking for the answer; the attempt is then graded on that answer.
+
+    Why: the 1.5B writer, greedy, makes the right call and repeats it until the turn limit (measured
+    2026-12-04 on the npm filesystem server: 23 of 24 written tasks ungradable, so the pass checked
+    almost nothing). An attempt that still calls a tool, or made no OK call, stays unanswered."""
+    if traj.end != "max_turns" or not any(c.status is CallStatus.OK for c in traj.tool_calls):
+        return traj
+    messages = [*traj.messages, {"role": "user", "content": LAST_WORD}]
+    (completion,) = await model.chat(messages, None, 1, SamplingParams(temperature=0.0, max_new_tokens=200))
+    text = completion.text.strip()
+    names = [t.get("function", {}).get("name", "") for t in traj.metadata.get("tools", [])]
+    if not text or not parse_message(text, names or [c.name for c in traj.tool_calls]).is_final:
+        return traj
+    messages.append({"role": "assistant", "content": text})
+    metadata = {**traj.metadata, "answer_asked_for": True}
+    return traj.model_copy(update={"messages": messages, "final_answer": text, "end": "answer", "metadata": metadata})
+
+
 def _outcome(verdict: Any, traj: Any) -> bool | None:
     """An attempt's say on whether the task can be solved. Two kinds of failed attempt say nothing
     about the task, only about the checker, and are not graded (None), not failures:
-    - one that never answered (it ran out of turns, or the server or context ended it). Measured
+    - one that never answered, even when asked for its answer (`_last_word`): it ran out of turns, or
+      the server or context ended it. Measured
       2026-12-04 on the npm filesystem server: this rule missing, all 24 written tasks of a 48-task
       generation were dropped. The three the report names, re-run by hand ("Read the content of the
       'README.md' file and display it in the console." among them), show why: the 1.5B writer, greedy,

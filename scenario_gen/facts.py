@@ -9,6 +9,7 @@ can re-run the reference calls and apply the same rule when the answer moves wit
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,6 +30,7 @@ _NOTHING = re.compile(
 )
 _MAX_NAMES = 8
 _NAME_KEYS = ("name", "title", "label", "display_name")
+_ID_VALUE = re.compile(r"(?=\S*\d)[\w.:/#-]{3,}")  # one token with a digit: 4c1e9a0b7d, ITM-001
 
 
 @dataclass
@@ -87,10 +89,11 @@ def word_forms(name: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _sibling_flag_words(obj: dict[str, Any], key: str) -> list[str]:
-    """Words of the other yes/no fields of the record that the field `key` itself does not use."""
+def _sibling_words(obj: dict[str, Any], key: str, same_kind: Callable[[Any], bool]) -> list[str]:
+    """Words of the record's other fields of the same kind as `key` (yes/no flags, timestamps) that the
+    field `key` itself does not use: a question using them asks about the sibling."""
     own = set(word_forms(key))
-    words = [w for k, v in obj.items() if k != key and isinstance(v, bool) for w in word_forms(k)]
+    words = [w for k, v in obj.items() if k != key and same_kind(v) for w in word_forms(k)]
     return [w for w in dict.fromkeys(words) if w not in own]
 
 
@@ -173,11 +176,14 @@ def _field_facts(
             hhmm, day = transform_value(v, "time_hhmm"), transform_value(v, "date")
             if hhmm in arg_values:
                 continue
+            # a file's `modified` asked as "when was it created?" reads the wrong time (measured: 2 of
+            # 12 filesystem references, right only because both times were equal)
+            avoid = _sibling_words(obj, k, lambda x: parse_datetime(x) is not None)
             rule = AnswerRule(kind="field", path=[*path, k], transform="time_hhmm")
-            out.append(Fact(rule, hhmm, f"the time of day (HH:MM) in {what[4:]}", mentions, 1.5, False))
+            out.append(Fact(rule, hhmm, f"the time of day (HH:MM) in {what[4:]}", mentions, 1.5, False, avoid))
             if now_result:
                 rule = AnswerRule(kind="field", path=[*path, k], transform="date")
-                out.append(Fact(rule, day, f"the date (YYYY-MM-DD) in {what[4:]}", mentions, 0.5, True))
+                out.append(Fact(rule, day, f"the date (YYYY-MM-DD) in {what[4:]}", mentions, 0.5, True, avoid))
             continue
         weight = 0.4 if is_id_like(k) else 1.0
         # A date-bound value (a day name, a yes/no like daylight saving) moves with the calendar.
@@ -186,7 +192,7 @@ def _field_facts(
             continue  # about a date the call was not asked about (today's, implicitly): not a fair question
         fact = Fact(AnswerRule(kind="field", path=[*path, k]), format_value(v), what, mentions, weight, is_dated)
         if isinstance(v, bool):
-            fact.avoid = _sibling_flag_words(obj, k)
+            fact.avoid = _sibling_words(obj, k, lambda x: isinstance(x, bool))
         out.append(fact)
     return out
 
@@ -251,10 +257,10 @@ def _list_facts(
 
 def _identifying_keys(dicts: list[dict[str, Any]], name_key: str) -> list[str]:
     """Other fields a question must name to pick out one element, when the handle is not a name field
-    (`name`, `title`...): the short text fields every element has that differ between elements, not ids
-    or times, at most two."""
-    if name_key in _NAME_KEYS:
-        return []
+    (`name`, `title`...) nor an id: the short text fields every element has that differ between elements,
+    not ids or times, at most two."""
+    if name_key in _NAME_KEYS or all(_ID_VALUE.fullmatch(str(x[name_key])) for x in dicts):
+        return []  # a name, or an id (a commit hash, a SKU): it picks the element out by itself
     keys = [
         k
         for k in dicts[0]

@@ -15,7 +15,7 @@ from judges.judge_prompts import VERDICT_SYSTEM
 from mcp_rl.models.base import Completion
 from mcp_rl.rollout.pool import SessionPool
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
-from mcp_rl.solvability import SolvabilitySettings, check_solvability
+from mcp_rl.solvability import LAST_WORD, SolvabilitySettings, check_solvability
 from scenario_gen import GenerateConfig, Task, apply_rule, generate_tasks
 
 
@@ -177,3 +177,35 @@ def test_an_attempt_that_never_answered_neither_solves_nor_drops_a_task(tasks):
     assert all(t.notes["solved"] == "unknown" for t in kept)
     # negative control: an attempt that answered and was judged wrong still drops the task
     assert _check(written, FakeGiveUp()) == []
+
+
+class FakeLooperWhoAnswersWhenAsked(FakeLooper):
+    """The looper, but given the last word (no tools offered) it answers: right or wrong as told. As a
+    judge it accepts an answer that says "right"."""
+
+    name = "fake-looper-answers"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.asked = 0
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] == VERDICT_SYSTEM:
+            ok = "right" in messages[-1]["content"]
+            return [Completion(text=json.dumps({"success": ok, "explanation": "read the answer"}))]
+        if messages[-1]["content"] == LAST_WORD:
+            assert not tools  # the last word offers no tool
+            self.asked += 1
+            return [Completion(text=self.answer)]
+        return await super().chat(messages, tools, n, sampling)
+
+
+def test_an_attempt_out_of_turns_is_asked_for_its_answer_and_graded_on_it(tasks):
+    written = [t for t in tasks if t.source == "written"]
+    right = FakeLooperWhoAnswersWhenAsked("The categories are right here: tents and cooking.")
+    kept = _check(written, right)
+    assert right.asked == 2 * len(written)  # each of the 2 attempts per task
+    assert [t.id for t in kept] == [t.id for t in written]
+    assert all(t.notes["solved"] == "always" for t in kept)
+    # the same loop answered wrongly when asked: now the pass can drop the task (before: "unknown")
+    assert _check(written, FakeLooperWhoAnswersWhenAsked("I could not find anything.")) == []

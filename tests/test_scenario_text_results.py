@@ -176,6 +176,17 @@ def test_a_node_date_reads_as_a_time_and_a_yes_no_fact_avoids_its_sibling_flags(
     # measured: "Is the file '/work/exp/tp/files' a directory?" was written for `isFile` (answer "no")
     assert "directory" in is_file.avoid and "file" not in is_file.avoid
     assert "file" in is_dir.avoid
+    assert created.avoid == []  # the only time in this record: nothing to confuse it with
+
+
+def test_a_time_fact_avoids_its_sibling_times():
+    # measured: two filesystem questions asked when a file was created and read `modified`
+    info = FILE_INFO + "\nmodified: Wed May 14 2025 17:40:02 GMT+0000"
+    facts = extract_facts(info, {"path": "/home/ana/work/budget.csv"})
+    modified = next(f for f in facts if f.rule.path == ["modified"])
+    assert modified.answer == "17:40" and "created" in modified.avoid and "modified" not in modified.avoid
+    created = next(f for f in facts if f.rule.path == ["created"])
+    assert "modified" in created.avoid and "size" not in created.avoid
 
 
 def test_counts_and_names_of_a_listing_of_several_kinds_carry_the_kinds():
