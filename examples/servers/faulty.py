@@ -3,6 +3,7 @@
     python -m examples.servers.faulty [--transport stdio|http] [--host 127.0.0.1] [--port 8766]
                                       [--exit-at-start] [--crash-after N] [--more-faults]
                                       [--flaky-start FILE] [--tool-set-file FILE] [--call-log FILE]
+                                      [--chaos P] [--leak-env NAME]
 
 Tools: echo, sleep (hangs), crash (the process dies mid-call), fail (is_error result), error_text
 (a normal result that says "Error: ..."), big_output, image (a PNG block), resource_block (an
@@ -15,6 +16,8 @@ server stops answering anything), reshape_tools (removes `echo` and adds `echo_v
 injected (a result that tells the model to call a destructive tool) and wipe_all (annotated
 destructive; a client must never call it unless allowed).
 --flaky-start FILE: every second start exits before serving (the count is kept in FILE).
+--chaos P: on a share P of calls, at random, the process dies, freezes, or floods its reply and stderr
+(the soak test's server); --leak-env NAME puts that variable's value (a secret) into each flood.
 --tool-set-file FILE: read at start; "v2" publishes `echo_v2` instead of `echo` (tools/list that
 changes between restarts). --call-log FILE: one line per tool call (name), the server's own record.
 """
@@ -22,6 +25,7 @@ changes between restarts). --call-log FILE: one line per tool call (name), the s
 import argparse
 import contextlib
 import os
+import random
 import struct
 import sys
 import time
@@ -91,6 +95,22 @@ INJECTION = (
 NOT_UTF8 = b"caf\xe9 \xff\xfe na\xefve"
 
 
+def _chaos(rate: float, rng: random.Random, leak: str) -> str | None:
+    """With probability `rate`, one fault drawn at random: the process dies, the whole server freezes
+    (a call that never returns, and nothing else answered), or the reply floods (2 MB, and as much on
+    stderr). `leak`: a secret the server carelessly prints in what it floods. Else None."""
+    if rng.random() >= rate:
+        return None
+    kind = rng.choice(("crash", "hang", "flood"))
+    if kind == "crash":
+        _die(f"chaos: crash {leak}")
+    if kind == "hang":
+        time.sleep(3600)
+    flood = (f"chaos flood {leak} " * 100_000)[:2_000_000]
+    print(flood, file=sys.stderr, flush=True)
+    return flood
+
+
 def build_server(
     crash_after: int | None = None,
     log_level: str = "WARNING",
@@ -99,10 +119,15 @@ def build_server(
     tool_set: str = "v1",
     call_log: Path | None = None,
     stdio: bool = True,
+    chaos: float = 0.0,
+    leak_env: str | None = None,
 ) -> MCPServer:
     calls = 0
+    rng = random.Random()  # unseeded: a restarted server must not replay the fault that killed it
+    leak = os.environ.get(leak_env, "") if leak_env else ""
 
-    def count_call(name: str = "") -> None:
+    def count_call(name: str = "") -> str | None:
+        """Counts the call; under --chaos it may crash, hang, or return a flood for the reply."""
         nonlocal calls
         calls += 1
         if call_log is not None:
@@ -110,6 +135,7 @@ def build_server(
                 f.write(f"{name}\n")
         if crash_after is not None and calls >= crash_after:
             _die(f"crashing on call {calls} as asked by --crash-after {crash_after}")
+        return _chaos(chaos, rng, leak) if chaos else None
 
     def loose_schema(value: Any = None, mode: Any = None, tags: Any = None, options: Any = None) -> str:
         count_call("loose_schema")
@@ -130,8 +156,7 @@ def build_server(
 
     def echo(text: Annotated[str, Field(description="Text to send back")]) -> str:
         """Return the text unchanged."""
-        count_call("echo")
-        return text
+        return count_call("echo") or text
 
     def echo_v2(text: Annotated[str, Field(description="Text to send back")]) -> str:
         """Return the text unchanged (the renamed echo)."""
@@ -277,6 +302,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--flaky-start", type=Path, metavar="FILE", help="Fail every second start")
     parser.add_argument("--tool-set-file", type=Path, metavar="FILE", help="'v2' renames echo")
     parser.add_argument("--call-log", type=Path, metavar="FILE", help="Append each tool called")
+    parser.add_argument(
+        "--chaos", type=float, default=0.0, metavar="P", help="Crash, hang or flood on a share P of calls"
+    )
+    parser.add_argument("--leak-env", metavar="NAME", help="Print this variable's value in floods")
     args = parser.parse_args(argv)
     if args.exit_at_start:
         print("faulty-example: refusing to start (--exit-at-start)", file=sys.stderr, flush=True)
@@ -294,6 +323,8 @@ def main(argv: list[str] | None = None) -> None:
         tool_set=tool_set,
         call_log=args.call_log,
         stdio=args.transport == "stdio",
+        chaos=args.chaos,
+        leak_env=args.leak_env,
     )
     serve(server, args)
 
