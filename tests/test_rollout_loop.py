@@ -197,6 +197,16 @@ def test_a_template_that_rewrites_earlier_turns_fails_loudly() -> None:
     assert any(isinstance(e, TemplateDriftError) for e in leaves)
 
 
+def test_an_empty_reply_renders_back_to_what_was_sampled() -> None:
+    # The tiny model's template once wrote an empty assistant turn without the newline its
+    # generation prompt ends with: an immediate end-of-turn drifted the trace (found by the soak
+    # test at step 188 of a run, tests/test_soak.py).
+    model = FakeScriptedModel([""])
+    (t,) = group(model, FAULTY)
+    assert t.end == "answer" and t.final_answer == ""
+    check_tokens(model, t)
+
+
 def test_many_tasks_share_the_pool() -> None:
     model = FakeScriptedModel([call("list_categories"), "ok"])
 

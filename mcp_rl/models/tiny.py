@@ -61,7 +61,8 @@ CHAT_TEMPLATE = (
     "{%- if loop.last or rest[loop.index0 + 1]['role'] != 'tool' -%}{{- '<|im_end|>\\n' -}}{%- endif -%}"
     "{%- elif m['role'] == 'assistant' -%}"
     "{{- '<|im_start|>assistant' -}}"
-    "{%- if m['content'] -%}{{- '\\n' + m['content'] -}}{%- endif -%}"
+    # the newline the generation prompt ends with, even for an empty reply (as Qwen2.5's template)
+    "{%- if m['content'] or not m.get('tool_calls') -%}{{- '\\n' + (m['content'] or '') -}}{%- endif -%}"
     "{%- for call in m.get('tool_calls') or [] -%}"
     "{%- set f = call['function'] if call['function'] is defined else call -%}"
     "{{- '\\n<tool_call>\\n{\"name\": ' + (f['name'] | tojson) + ', \"arguments\": ' -}}"
