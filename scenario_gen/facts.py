@@ -223,14 +223,16 @@ def _list_facts(
         if all(0 < len(e.strip()) <= 60 for e in entries) and len(answer) <= 3 * _MAX_ANSWER_CHARS:
             rule = AnswerRule(kind="names", path=list(path))
             out.append(Fact(rule, answer, f"every entry{label}, in order", [], 0.8))
-    if complete and name_key and 1 < len(dicts) <= _MAX_NAMES:
+    others = _identifying_keys(dicts, name_key) if name_key else []
+    # the handle of elements with no name field (`to` of relations) lists nothing a user asks for: the
+    # memory set's 4 questions on "the `to` of every relation" were all written wrong
+    if complete and name_key and not others and 1 < len(dicts) <= _MAX_NAMES:
         answer = ", ".join(str(x[name_key]) for x in dicts)
         if len(answer) <= 3 * _MAX_ANSWER_CHARS:
             rule = AnswerRule(kind="names", path=list(path), name_key=name_key)
             names = Fact(rule, answer, f"the `{name_key}` of every entry{label}, in order", [], 0.8)
             names.kinds = kinds
             out.append(names)
-    others = _identifying_keys(dicts, name_key) if name_key else []
     for obj in dicts[:12] if name_key else []:
         name = str(obj[name_key])
         selector = {"key": name_key, "equals": obj[name_key]}

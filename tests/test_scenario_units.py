@@ -117,6 +117,8 @@ def test_an_element_without_a_name_field_is_named_by_all_its_short_fields():
     # the answer may be one end, when the question names the other end and the relation
     who = next(f for f in facts if f.answer == "Ines Moreau")
     assert sorted(g[0] for g in who.mentions) == ["Anna Weber", "friend of"]
+    # nor is "the `from` of every relation" a question: a relation has no name
+    assert not any(f.rule.kind == "names" for f in facts)
     # `type` is the same in every element: it names nothing
     assert not any(["relation"] in f.mentions for f in facts)
     assert apply_rule(rel.rule, [text]) == "married to"
