@@ -11,6 +11,9 @@ The server is driven every episode whatever the policy writes: every task's answ
 the trainer re-runs its reference call (`echo`) on the episode's session right after it
 (`mcp_rl.evaluate.reference_probe`), and the evaluations run the same calls.
 
+A run much shorter than the default may see no flood at all (about 1 in 12 calls floods; a 1-minute run
+makes some 50 calls): the check that all three faults happened is meant for the 30 minutes.
+
 Not in the default suite (marker `soak`): `pytest -m soak tests/test_soak.py`. Figures in
 docs/reliability.md."""
 
@@ -23,9 +26,11 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_train_cli import _committed
 
 from conftest import FAULTY, REPO
 from mcp_rl.task import AnswerRule, ReferenceCall, Task
@@ -52,13 +57,6 @@ def _tasks(path: Path) -> Path:
     return path
 
 
-def _committed(run_dir: Path) -> int:
-    try:
-        return json.loads((run_dir / "state.json").read_text())["completed_step"]
-    except (OSError, ValueError, KeyError):
-        return 0
-
-
 def _rss_kb(pid: int) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -77,13 +75,14 @@ class Phase:
         self.log = log
         self.out = log.open("w")
         self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=self.out, stderr=subprocess.STDOUT)
-        self.rss: list[tuple[float, int]] = []
+        self.rss: list[int] = []
+        """The process's resident size (kB), every 5 s."""
 
     def run_for(self, seconds: float, until_exit: bool = False) -> None:
         end = time.monotonic() + seconds
         while (until_exit or time.monotonic() < end) and self.proc.poll() is None:
             if (kb := _rss_kb(self.proc.pid)) is not None:
-                self.rss.append((time.monotonic(), kb))
+                self.rss.append(kb)
             time.sleep(5)
         assert self.proc.poll() is None or until_exit, self.text()
 
@@ -156,11 +155,11 @@ def test_a_long_run_on_a_chaotic_server_killed_twice_loses_nothing(tmp_path):
     assert calls.get("probe_changed", 0) >= 1 and calls.get("probe_ok", 0) >= 1, calls
 
     # memory: flat over the run and within each phase
-    samples = [kb for p in phases for _, kb in p.rss]
+    samples = [kb for p in phases for kb in p.rss]
     warm = samples[len(samples) // 10 :]
     early, late = warm[: len(warm) // 3], warm[-(len(warm) // 3) :]
     growth = statistics.median(late) / statistics.median(early)
-    within = [p.rss[-1][1] / p.rss[min(len(p.rss) - 1, 6)][1] for p in phases if len(p.rss) > 8]
+    within = [p.rss[-1] / p.rss[6] for p in phases if len(p.rss) > 8]
     report = {
         "minutes": round(soak_s / 60, 1), "steps": last, "checkpoints": len(ckpts), "calls": calls,
         "rss_mb_early": round(statistics.median(early) / 1024), "rss_mb_late": round(statistics.median(late) / 1024),
@@ -179,15 +178,14 @@ def _call_statuses(run_dir: Path) -> dict[str, int]:
     episode): ok, crash, timeout, tool_error..., and `changed` for a probe whose reply differed (a flood)."""
     from mcp_rl.trajectory import load_trajectories
 
-    out: dict[str, int] = {}
+    out: Counter[str] = Counter()
     for f in run_dir.rglob("*.parquet"):
         for t in load_trajectories(f):
-            for c in t.tool_calls:
-                out[str(c.status)] = out.get(str(c.status), 0) + 1
+            out.update(str(c.status) for c in t.tool_calls)
             probe = t.metadata.get("probe") or {}
             reason = str(probe.get("reason", ""))
             kind = next((k for k in ("crash", "timeout", "tool_error") if f"({k})" in reason), None)
             kind = kind or ("changed" if probe.get("changed") else "ok" if probe else None)
             if kind:
-                out["probe_" + kind] = out.get("probe_" + kind, 0) + 1
-    return out
+                out["probe_" + kind] += 1
+    return dict(out)
