@@ -51,6 +51,9 @@ class Fact:
     """For a count or list of entries of several kinds (`[FILE]` and `[DIR]`): words for each kind. A
     question that names some kinds but not all ("how many directories") asks for fewer entries than
     the answer holds."""
+    narrowing: list[str] = field(default_factory=list)
+    """For a count or list of every entry: the entries' own values. A question that names one ("how
+    many relations between Ines, Paul and Anna?") asks about some of the entries, not all of them."""
 
 
 _FILLER_WORDS = {"is", "has", "the", "of", "a", "an"}
@@ -212,9 +215,10 @@ def _list_facts(
     dicts = [x for x in items if isinstance(x, dict)]
     name_key = _handle_key(dicts)
     kinds = _kinds(dicts, name_key) if len(dicts) == len(items) else []
+    narrowing = _entry_values(items, kinds)
     if complete:
         count = Fact(AnswerRule(kind="count", path=list(path)), str(len(items)), f"how many entries{label}", [], 0.8)
-        count.kinds = kinds
+        count.kinds, count.narrowing = kinds, narrowing
         out.append(count)
     entries = [x for x in items if isinstance(x, str)]
     if complete and len(entries) == len(items) and 1 < len(entries) <= _MAX_NAMES:
@@ -231,7 +235,7 @@ def _list_facts(
         if len(answer) <= 3 * _MAX_ANSWER_CHARS:
             rule = AnswerRule(kind="names", path=list(path), name_key=name_key)
             names = Fact(rule, answer, f"the `{name_key}` of every entry{label}, in order", [], 0.8)
-            names.kinds = kinds
+            names.kinds, names.narrowing = kinds, narrowing
             out.append(names)
     for obj in dicts[:12] if name_key else []:
         name = str(obj[name_key])
@@ -255,6 +259,22 @@ def _list_facts(
             fact.what = fact.what + " of the entry with " + ", ".join(f"{k} '{v}'" for k, v in named.items()) + label
             out.append(fact)
     return out
+
+
+def _entry_values(items: list[Any], kinds: list[list[str]]) -> list[str]:
+    """The short text values of a list's entries (each entry, or the fields of each element), less the
+    kind words: a count question may say "files and folders" but not name one relation's end (measured:
+    2 of 14 memory-graph count references asked "how many relations between Ines, Paul and Anna?")."""
+    kind_words = {w for kind in kinds for w in kind}
+    dicts = [x for x in items if isinstance(x, dict)]
+    shared = {k for k in (dicts[0] if dicts else {}) if len({str(x.get(k)) for x in dicts}) == 1}  # `type: relation`
+    values = [
+        v
+        for x in items[:50]
+        for v in ([v for k, v in x.items() if k not in shared] if isinstance(x, dict) else [x])
+        if isinstance(v, str) and 3 <= len(v.strip()) <= 60 and "\n" not in v and parse_datetime(v) is None
+    ]
+    return [v for v in dict.fromkeys(v.strip() for v in values) if v.lower() not in kind_words]
 
 
 def _identifying_keys(dicts: list[dict[str, Any]], name_key: str) -> list[str]:

@@ -109,8 +109,9 @@ def asked_words(fact: Fact) -> tuple[str, ...]:
 
 
 _META = re.compile(
-    r"\b(step \d|data \d|the (last |previous |first )?result|json|the (tool|function)|field|assistant|"
-    r"looked up|lookups?|the service|recorded)\b",
+    r"\b(step \d|data \d|the (last |previous |first )?(result|output|response)|json|the (tool|function)|field|"
+    r"assistant|looked up|lookups?|the service|recorded|(the )?(given|above|provided|following) (list|data|output)|"
+    r"the list above)\b",
     re.IGNORECASE,
 )
 
@@ -131,9 +132,10 @@ _CLOCK = re.compile(r"\d{1,2}:\d{2}")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
 
 
-def _without_values(question: str, mentions: list[list[str]]) -> str:
-    """The question's own words: quoted text and the values it was made to mention taken out."""
-    q = _QUOTED.sub(" ", question)
+def _without_values(question: str, mentions: list[list[str]], quoted: bool = True) -> str:
+    """The question's own words: quoted text (unless `quoted` is False) and the values it was made to
+    mention taken out."""
+    q = _QUOTED.sub(" ", question) if quoted else question
     for m in sorted({m for g in mentions for m in g if m}, key=len, reverse=True):
         q = q.replace(m, " ")
     return q
@@ -304,6 +306,9 @@ class GroundedWriter:
             asks = _without_values(q, c.mentions)  # '/srv/files/trips' names no kind of entry
             if other := [w for w in c.fact.avoid if _has_word(asks, w)]:
                 return f"the question must ask for {c.fact.what}, not about {other[0]!r}"
+            named_values = _without_values(q, c.mentions, quoted=False)
+            if some := [v for v in c.fact.narrowing if _has_word(named_values, v.lower())]:
+                return f"the question must ask about {c.fact.what}, all of them, not only those of {some[0]!r}"
             named = [kind[0] for kind in c.fact.kinds if any(_has_word(asks, w) for w in kind)]
             if named and len(named) < len(c.fact.kinds):
                 every = " and ".join(kind[0] for kind in c.fact.kinds)
