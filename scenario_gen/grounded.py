@@ -308,7 +308,7 @@ class GroundedWriter:
                 return f"the question must ask for {c.fact.what}, not about {other[0]!r}"
             named_values = _without_values(q, c.mentions, quoted=False)
             if some := [v for v in c.fact.narrowing if _has_word(named_values, v.lower())]:
-                return f"the question must ask about {c.fact.what}, all of them, not only those of {some[0]!r}"
+                return f"the question must ask for {c.fact.what}, all of them, not only those of {some[0]!r}"
             named = [kind[0] for kind in c.fact.kinds if any(_has_word(asks, w) for w in kind)]
             if named and len(named) < len(c.fact.kinds):
                 every = " and ".join(kind[0] for kind in c.fact.kinds)

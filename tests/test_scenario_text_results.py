@@ -203,30 +203,37 @@ def test_a_report_of_nothing_found_or_of_an_error_is_no_answer():
     assert [f.answer for f in extract_facts("3.048 m")] == ["3.048 m"]
 
 
-def test_the_grounded_writer_rejects_a_question_about_another_flag_or_only_some_kinds():
+class _Scripted:
+    """A writer model that replies with the questions it is given, in order (the checks on a question
+    are what is under test, not the model's wording)."""
+
+    name = "scripted"
+
+    def __init__(self, questions):
+        self.questions = list(questions)
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        from mcp_rl.models.base import Completion
+
+        return [Completion(text=json.dumps({"question": self.questions.pop(0)}))]
+
+
+def write(text, args, pick, questions):
+    """The grounded task the writer keeps for the first fact `pick` chooses, and its problems."""
     import anyio
 
-    from mcp_rl.models.base import Completion
     from mcp_rl.servers.results import CallStatus
     from scenario_gen.explorer import Step
     from scenario_gen.grounded import Candidate, GroundedWriter
 
-    class Scripted:
-        name = "scripted"
+    step = Step(index=0, tool="stat", arguments=args, status=CallStatus.OK, result_text=text)
+    fact = next(f for f in extract_facts(text, args) if pick(f))
+    writer = GroundedWriter(_Scripted(questions), [], seed=0)
+    task = anyio.run(writer.write, Candidate([step], fact, [[v] for v in args.values()]))
+    return task, writer.problems
 
-        def __init__(self, questions):
-            self.questions = list(questions)
 
-        async def chat(self, messages, tools=None, n=1, sampling=None):
-            return [Completion(text=json.dumps({"question": self.questions.pop(0)}))]
-
-    def write(text, args, pick, questions):
-        step = Step(index=0, tool="stat", arguments=args, status=CallStatus.OK, result_text=text)
-        fact = next(f for f in extract_facts(text, args) if pick(f))
-        writer = GroundedWriter(Scripted(questions), [], seed=0)
-        task = anyio.run(writer.write, Candidate([step], fact, [[args["path"]]]))
-        return task, writer.problems
-
+def test_the_grounded_writer_rejects_a_question_about_another_flag_or_only_some_kinds():
     path = {"path": "/home/ana/files/budget.csv"}
     is_file = lambda f: f.rule.path == ["is_file"]  # noqa: E731
     task, problems = write(FILE_INFO, path, is_file, [f"Is {path['path']} a directory?"] * 3)
@@ -240,6 +247,37 @@ def test_the_grounded_writer_rejects_a_question_about_another_flag_or_only_some_
     task, problems = write(LISTING, listing, count, ask)
     assert task is None and list(problems) == ["question rejected (asked for something else)"]
     task, _ = write(LISTING, listing, count, [f"How many files and folders are in {listing['path']}?"])
+    assert task is not None and task.reference_answer == "3"
+
+
+GRAPH = json.dumps(
+    {
+        "entities": [
+            {"type": "entity", "name": "Ines Moreau", "entityType": "person"},
+            {"type": "entity", "name": "Paul Moreau", "entityType": "person"},
+            {"type": "entity", "name": "Anna Weber", "entityType": "person"},
+        ],
+        "relations": [
+            {"type": "relation", "from": "Ines Moreau", "to": "Paul Moreau", "relationType": "married to"},
+            {"type": "relation", "from": "Anna Weber", "to": "Ines Moreau", "relationType": "friend of"},
+            {"type": "relation", "from": "Paul Moreau", "to": "Anna Weber", "relationType": "knows"},
+        ],
+    }
+)
+
+
+def test_a_count_of_every_entry_may_not_name_some_entries_nor_talk_about_the_output():
+    graph = {"graph": "family"}
+    relations = lambda f: f.rule.kind == "count" and f.rule.path == ["relations"]  # noqa: E731
+    # the question names two of the entries: it asks how many relations join them (1), not all 3
+    narrowed = "How many relationships are there between 'Ines Moreau' and Paul Moreau in the family graph?"
+    task, problems = write(GRAPH, graph, relations, [narrowed] * 3)
+    assert task is None and list(problems) == ["question rejected (asked for something else)"]
+    meta = "How many relations are listed in the output for the family graph?"
+    task, problems = write(GRAPH, graph, relations, [meta] * 3)
+    assert task is None and list(problems) == ["question rejected (talked about the data, not as a user)"]
+    # a field the same in every entry (`type: relation`) names them all, not some
+    task, _ = write(GRAPH, graph, relations, ["How many relations does the family graph hold?"])
     assert task is not None and task.reference_answer == "3"
 
 
