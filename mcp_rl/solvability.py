@@ -105,8 +105,8 @@ async def _last_word(model: ChatModel, traj: Trajectory) -> Trajectory:
 def _outcome(verdict: Any, traj: Any) -> bool | None:
     """An attempt's say on whether the task can be solved. Two kinds of failed attempt say nothing
     about the task, only about the checker, and are not graded (None), not failures:
-    - one that never answered, even when asked for its answer (`_last_word`): it ran out of turns, or
-      the server or context ended it. Measured
+    - one that never answered, even when asked for its answer (`_last_word`), after an OK call: it ran
+      out of turns, or the server or context ended it. Measured
       2026-12-04 on the npm filesystem server: this rule missing, all 24 written tasks of a 48-task
       generation were dropped. The three the report names, re-run by hand ("Read the content of the
       'README.md' file and display it in the console." among them), show why: the 1.5B writer, greedy,
@@ -117,7 +117,12 @@ def _outcome(verdict: Any, traj: Any) -> bool | None:
     if verdict.success is not False:
         return verdict.success
     if not (traj.final_answer or "").strip() or traj.end != "answer":
-        return None
+        # ... unless every call it made failed: the task led it only into errors. Measured
+        # 2026-12-05 on the npm filesystem server: "Read the contents of the file 'bills' and check if it
+        # is an image" ('bills' is a directory) and "List all directories ... not allowed by the server"
+        # were kept as "unknown" after attempts whose every call was a tool error.
+        failed_only = traj.tool_calls and not any(c.status is CallStatus.OK for c in traj.tool_calls)
+        return False if failed_only else None
     if traj.tool_calls:
         return False
     skipped_tools = verdict.answered_without_tools or (

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _NAME_KEYS = ("name", "title", "label", "display_name", "full_name", "username")
+# a field that says what sort of thing an entry is (`[DIR] bills` -> type DIR): see `SeenValue.kind`
+_KIND_KEYS = ("type", "kind")
 _ID_LIKE = re.compile(r"(^|_)(id|ids|key|sku|code|slug|uuid|ref)$", re.IGNORECASE)
 _PATH_ARG = re.compile(r"(^|_)(path|dir|directory|folder|root)$", re.IGNORECASE)
 # a parameter named `<anything>_<suffix>` takes values seen under the suffix (`file_path` <- `path`)
@@ -40,6 +42,9 @@ class SeenValue:
     """Index of the exploration step whose result held the value."""
     context_name: str | None = None
     """The name/title of the object the value sat in (a readable anchor for an id)."""
+    kind: str | None = None
+    """The `type` or `kind` of the object the value sat in (`FILE`, `DIR`): a tool that fails on one
+    entry of a kind likely fails on every entry of it (`read_file` on a directory), see `kind_of`."""
 
 
 @dataclass
@@ -82,28 +87,32 @@ class ValuePool:
             (v for k, v in args.items() if _PATH_ARG.search(k) and isinstance(v, str) and v.strip()), None
         )
 
-        def keep(key: str, v: Any, ctx: str | None) -> None:
+        def keep(key: str, v: Any, ctx: str | None, kind: str | None = None) -> None:
             if isinstance(v, bool) or not isinstance(v, str | int | float):
                 return
             if (isinstance(v, str) and not (0 < len(v) <= 80)) or v in echoes:
                 return
             bucket = self.by_key.setdefault(key.lower(), [])
             if len(bucket) < limit_per_key and all(s.value != v for s in bucket):
-                bucket.append(SeenValue(v, step, ctx))
+                bucket.append(SeenValue(v, step, ctx, kind))
 
         def walk(node: Any, depth: int, ctx_name: str | None, key: str) -> None:
             if depth > 4:
                 return
             if isinstance(node, dict):
                 ctx = name_of(node) or ctx_name
+                kinds = (node.get(k) for k in _KIND_KEYS)
+                kind = next((v for v in kinds if isinstance(v, str) and 0 < len(v) <= 20), None)
                 for k, v in node.items():
                     if isinstance(v, dict | list):
                         walk(v, depth + 1, ctx, k)
+                    elif k not in _KIND_KEYS:
+                        keep(k, v, ctx, kind)
                     else:
                         keep(k, v, ctx)
                 name = name_of(node)
                 if base is not None and name and depth <= 2:
-                    keep("path", _join(base, name), name)
+                    keep("path", _join(base, name), name, kind)
             elif isinstance(node, list):
                 for v in node[:50]:
                     if isinstance(v, dict | list):
@@ -138,6 +147,17 @@ class ValuePool:
                 if p.startswith(k + "_"):
                     out += vals
         return out
+
+    def kind_of(self, value: Any) -> str | None:
+        """The kind of the entry a value was seen in, if it was seen in one."""
+        for vals in self.by_key.values():
+            for s in vals:
+                if s.kind is not None and s.value == value:
+                    return s.kind
+        return None
+
+    def kinds(self) -> set[str]:
+        return {s.kind for vals in self.by_key.values() for s in vals if s.kind is not None}
 
     def name_words(self) -> list[SeenValue]:
         """Distinct words (4+ letters) of the names seen, for free-text search parameters."""

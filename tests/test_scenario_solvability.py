@@ -209,3 +209,22 @@ def test_an_attempt_out_of_turns_is_asked_for_its_answer_and_graded_on_it(tasks)
     assert all(t.notes["solved"] == "always" for t in kept)
     # the same loop answered wrongly when asked: now the pass can drop the task (before: "unknown")
     assert _check(written, FakeLooperWhoAnswersWhenAsked("I could not find anything.")) == []
+
+
+class FakeWrongCaller(FakeLooper):
+    """A fake checker that calls a tool with an item that does not exist until the turn limit, never
+    answering: a task that leads every attempt only into tool errors."""
+
+    name = "fake-wrong-caller"
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] == VERDICT_SYSTEM:
+            return [Completion(text='{"success": false, "explanation": "no answer"}')]
+        return [Completion(text=json.dumps({"name": "get_item", "arguments": {"item_id": "NO-SUCH-ITEM"}}))]
+
+
+def test_an_attempt_whose_every_call_failed_and_never_answered_drops_the_task(tasks):
+    written = [t for t in tasks if t.source == "written"]
+    assert written and _check(written, FakeWrongCaller()) == []
+    # control: the same silence after an OK call says nothing about the task (see the looper above)
+    assert len(_check(written, FakeLooper())) == len(written)

@@ -233,3 +233,41 @@ def test_an_irreversible_tool_is_never_explored_even_when_training_may_call_it(t
     assert usable == ["wipe_all"]  # named in --allow-tools: training may call it
     assert result.steps == [] and "never explored" in result.stats.skipped_tools["wipe_all"]
     assert not log.exists() or "wipe_all" not in log.read_text()  # the server's own record
+
+
+SHELF = '''
+import json
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+ENTRIES = {f"/shelf/box{i}": "dir" for i in range(4)} | {f"/shelf/note{i}.txt": "file" for i in range(4)}
+server = MCPServer("shelf")
+
+@server.tool(description="Everything on the shelf: each entry's path and type.", annotations={"readOnlyHint": True})
+def list_shelf() -> str:
+    return json.dumps([{"path": p, "type": t} for p, t in sorted(ENTRIES.items())])
+
+@server.tool(description="Open the entry at a path and show what it holds.", annotations={"readOnlyHint": True})
+def open_entry(path: str) -> str:
+    if ENTRIES.get(path) != "file":
+        raise ToolError(f"{path} is not a file")
+    return "one line of notes"
+
+server.run(transport="stdio")
+'''
+
+
+def test_after_failing_on_an_entry_of_one_kind_exploration_tries_the_other_kinds(tmp_path):
+    # a real stdio server whose listing gives each entry a type, and whose reader fails on directories
+    script = tmp_path / "shelf.py"
+    script.write_text(SHELF)
+
+    async def go():
+        async with ServerSession(ServerSpec.parse(f"{PY} {script}"), ToolPolicy()) as s:
+            return await Explorer(s, max_calls=40, seed=0, per_tool=5).run()
+
+    opened = [st for st in anyio.run(go).steps if st.tool == "open_entry"]
+    dirs = [st for st in opened if "box" in st.arguments["path"]]
+    files = [st for st in opened if "note" in st.arguments["path"]]
+    # one failure on a directory is enough: the other calls go to files, and all of those work
+    assert len(dirs) <= 1 and len(files) >= 3 and all(st.ok for st in files)
