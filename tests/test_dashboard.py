@@ -295,7 +295,9 @@ def test_train_with_dashboard_prints_a_url_that_serves_the_live_run(tmp_path):
                 assert time.monotonic() < deadline, "the dashboard never listened"
                 time.sleep(0.5)
         assert [r["id"] for r in runs] == ["live"]
+        rest = proc.stdout.read()  # type: ignore[union-attr]
         assert proc.wait(timeout=600) == 0
+        assert f"to read it again: mcp-rl dashboard {tmp_path / 'runs'}" in rest
     finally:
         if proc.poll() is None:
             proc.kill()

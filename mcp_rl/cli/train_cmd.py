@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -233,6 +234,11 @@ def train_command(
         if watcher is not None:
             watcher.terminate()  # it only reads the run: stopping it loses nothing
             watcher.wait(timeout=10)
+            # the open page now says "reconnecting": say how to read the run again
+            again = f"mcp-rl dashboard {shlex.quote(str(run.path.resolve().parent))}"
+            console.print(
+                f"dashboard stopped with the run; to read it again: {again}", highlight=False, soft_wrap=True
+            )
 
 
 def _fit(train_cfg: TrainConfig, spec: ServerSpec, run: RunDir, resumed: bool, made_here: bool) -> None:
