@@ -102,10 +102,11 @@ def run_charts(
         charts["tools"] = bar_chart(
             "per-tool failure rates (training)",
             {
-                n: {
+                (n or "(no tool named)"): {
                     "invalid": a["invalid"] / max(1, a["calls"]),
                     "tool error": a["errors"] / max(1, a["calls"]),
                 }
+                # an unparsable call names no tool: say so rather than draw a bar with no label
                 for n, a in per_tool.items()
             },
             percent=True,

@@ -54,6 +54,14 @@ def test_the_charts_are_svg_drawn_from_the_runs_metrics(client):
     assert charts["phases"].count("<rect") == 3 * 3, "rollout, judge and train for each of 3 steps"
 
 
+def test_calls_that_name_no_tool_get_a_labelled_bar():
+    from mcp_rl.run_charts import run_charts
+
+    per_tool = {"": {"calls": 4, "invalid": 4}, "get_item": {"calls": 2, "errors": 1}}
+    svg = run_charts([{"kind": "step", "step": 1, "per_tool": per_tool}])["tools"]
+    assert "(no tool named)" in svg and "get_item" in svg and "></text>" not in svg
+
+
 def test_a_group_shows_every_attempt_with_rewards_advantages_and_whether_it_trained(client):
     assert client.get("/api/runs/tiny/steps").json() == [1, 2, 3]
     groups = client.get("/api/runs/tiny/steps/1/groups").json()

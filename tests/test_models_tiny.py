@@ -396,3 +396,27 @@ def test_fast_decoder_matches_the_transformers_forward() -> None:
         out = dec.decode([1, 2, 3], [seq[pos], seq[50 + pos - 100], seq[pos]], [pos, 50 + pos - 100, pos])
         assert torch.allclose(out[0], ref[pos], atol=1e-4) and torch.allclose(out[2], ref[pos], atol=1e-4)
         assert torch.allclose(out[1], ref[50 + pos - 100], atol=1e-4)
+
+
+def test_the_fused_weights_are_the_plain_models_own_memory_and_a_lora_keeps_its_base() -> None:
+    model, _ = tiny_model(seed=2)
+    seq = torch.randint(0, 500, (40,), generator=torch.Generator().manual_seed(0)).tolist()
+    with torch.no_grad():
+        ref = model(torch.tensor([seq])).logits[0].float()
+    dec = FastDecoder(model, slots=1, max_context=128)
+    first = model.model.layers[0]
+    # one copy: q|k|v and gate|up are rows of the fused weights, and the module forward is unchanged
+    q_rows = first.self_attn.q_proj.weight.shape[0]
+    assert first.self_attn.k_proj.weight.data_ptr() == dec.layers[0].w_qkv[q_rows:].data_ptr()
+    assert first.mlp.gate_proj.weight.data_ptr() == dec.layers[0].w_gu.data_ptr()
+    with torch.no_grad():
+        assert torch.allclose(model(torch.tensor([seq])).logits[0].float(), ref, atol=1e-5)
+    # a LoRA's layer keeps its own base weight: the fused one has the adapter merged in
+    m = load_tiny(seed=0)
+    m.attach_lora(r=4, alpha=8)
+    run(m.generate(prompt(m), 1, GREEDY))
+    lm = m.model.get_base_model()
+    q = lm.model.layers[0].self_attn.q_proj
+    fused = m._engine.decoder.layers[0].w_qkv  # type: ignore[union-attr]
+    assert q.get_base_layer().weight.data_ptr() != fused.data_ptr()
+    m.close()

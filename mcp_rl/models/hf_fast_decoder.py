@@ -100,6 +100,25 @@ def _cat_bias(biases: list[torch.Tensor | None], weights: list[torch.Tensor]) ->
     )
 
 
+def _share_rows(mods: list[torch.nn.Module], fused: torch.Tensor) -> None:
+    """Point adapter-free linear layers at their rows of the fused weight, so the model holds those
+    weights once: the module forward then reads the same numbers from the same memory. A layer with a
+    LoRA keeps its own base weight (the fused one has the adapter merged in).
+
+    Why: fusing copied q|k|v and gate|up, about 40% of a model's weights. Measured (2026-12-05, 2 cores,
+    fp32 as on a CPU without fast bf16): the 1.5B task writer held 11.7 GB resident inside `mcp-rl
+    generate`, and two generations at once were killed for memory on this 24 GB machine."""
+    from peft.tuners.lora import LoraLayer
+
+    if any(isinstance(m, LoraLayer) or m.weight.dtype != fused.dtype for m in mods):
+        return
+    start = 0
+    for m in mods:
+        rows = m.weight.shape[0]
+        m.weight.data = fused[start : start + rows]
+        start += rows
+
+
 @dataclass
 class _Layer:
     ln1: torch.Tensor
@@ -157,15 +176,18 @@ class FastDecoder:
             gate, _ = _effective_linear(mlp.gate_proj, dt)
             up, _ = _effective_linear(mlp.up_proj, dt)
             down, _ = _effective_linear(mlp.down_proj, dt)
+            w_qkv, w_gu = torch.cat([w for w, _ in qkv]), torch.cat([gate, up])
+            _share_rows([att.q_proj, att.k_proj, att.v_proj], w_qkv)
+            _share_rows([mlp.gate_proj, mlp.up_proj], w_gu)
             layers.append(
                 _Layer(
                     ln1=layer.input_layernorm.weight.detach(),
                     ln2=layer.post_attention_layernorm.weight.detach(),
-                    w_qkv=torch.cat([w for w, _ in qkv]),
+                    w_qkv=w_qkv,
                     b_qkv=_cat_bias([b for _, b in qkv], [w for w, _ in qkv]),
                     w_o=w_o,
                     b_o=b_o,
-                    w_gu=torch.cat([gate, up]),
+                    w_gu=w_gu,
                     w_down=down,
                 )
             )
