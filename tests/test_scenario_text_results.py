@@ -60,10 +60,21 @@ def test_a_git_log_reads_as_one_record_per_block():
         "message": "Fix the tax rounding",
     }
     facts = _facts_by_answer(GIT_LOG)
-    assert facts["Joel Brandt <joel@example.org>"].mentions == [["0d77f3e215"]]
+    # a commit is named by its message, not its hash: no one asks "who wrote 0d77f3e215?"
+    assert facts["Joel Brandt <joel@example.org>"].mentions == [["First draft of the report"]]
+    assert ["First draft of the report"] in facts["0d77f3e215"].mentions
+    assert all(["0d77f3e215"] not in f.mentions for f in facts.values())
     assert facts["First draft of the report"].rule.path[-1] == "message"
     assert facts["16:05"].rule.transform == "time_hhmm"  # a timestamp is asked as a time of day
     assert facts["2"].rule.kind == "count"
+
+
+def test_a_record_is_not_asked_about_by_fields_that_fit_several_records():
+    same_author = GIT_LOG.replace("Joel Brandt <joel@example.org>", "Marta Silva <marta@example.org>")
+    facts = extract_facts(same_author)
+    # "the message of Marta's commit" has two answers: no such question
+    assert not [f for f in facts if f.rule.path[-1:] == ["message"] and len(f.mentions) == 1]
+    assert {f.answer for f in facts} >= {"4c1e9a0b7d", "0d77f3e215"}  # each hash, by its message
 
 
 def test_a_key_value_reply_is_one_record_with_typed_values():
