@@ -162,6 +162,8 @@ def test_bad_input_is_one_clear_message(tmp_path, args, message):
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr
     assert "Traceback" not in r.stderr
+    if message == "command not found":  # the server is started before any model (the judge: 1.5B) loads
+        assert "Loading weights" not in r.stdout + r.stderr
     # a run that failed before doing any work leaves no empty run directory behind
     assert not (tmp_path / "run").exists()
 
