@@ -298,3 +298,23 @@ def test_a_listing_of_names_that_are_not_files_gives_no_paths():
     assert "path" not in pool.by_key  # branch names, not files under the repository
     pool.add_result(result_data("notes.txt\ndocs/\nREADME.md"), 1, {"path": "/srv/repo"})
     assert [v.value for v in pool.by_key["path"]] == ["/srv/repo/notes.txt", "/srv/repo/docs/", "/srv/repo/README.md"]
+
+
+def test_an_argument_that_changed_nothing_is_not_asked_of_a_question():
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import ExploreResult, ExploreStats, Step
+    from scenario_gen.grounded import GroundedWriter
+
+    other = GIT_LOG.replace("Fix the tax rounding", "Fix the VAT rounding")
+    steps = [
+        Step(0, "git_log", {"repo_path": "/srv/r"}, CallStatus.OK, GIT_LOG),
+        # a made-up date filter that returned the same log: its facts would make a question state it
+        Step(1, "git_log", {"repo_path": "/srv/r", "since": "2 weeks ago"}, CallStatus.OK, GIT_LOG),
+        # a filter that did change the result stays a question of its own
+        Step(2, "git_log", {"repo_path": "/srv/r", "author": "Marta"}, CallStatus.OK, other),
+    ]
+    explore = ExploreResult(steps, ValuePool(), ExploreStats())
+    picked = GroundedWriter(None, []).candidates(explore, 100)  # type: ignore[arg-type]
+    used = {c.chain[-1].index for c in picked}
+    assert used == {0, 2}
+    assert not any(["2 weeks ago"] in c.mentions for c in picked)
