@@ -100,14 +100,6 @@ class ExploreResult:
         return [seen[i] for i in sorted(seen)]
 
 
-def _string_leaves(node: Any) -> list[str]:
-    if isinstance(node, dict):
-        return [x for v in node.values() for x in _string_leaves(v)]
-    if isinstance(node, list):
-        return [x for v in node for x in _string_leaves(v)]
-    return [node] if isinstance(node, str) else []
-
-
 class _Args(RootModel[dict[str, Any]]):
     @model_validator(mode="before")
     @classmethod
@@ -213,7 +205,7 @@ class Explorer:
             proposal.sources, proposal.origin, wrote,
         )  # fmt: skip
         self.steps.append(step)
-        kinds = self._kinds_in(proposal.arguments)
+        kinds = self.pool.kinds_in(proposal.arguments)
         (self._kinds_ok if step.ok else self._kinds_failed).setdefault(tool.name, set()).update(kinds)
         if step.ok:
             st.ok += 1
@@ -228,16 +220,13 @@ class Explorer:
             self.on_step(step, st)
         return step
 
-    def _kinds_in(self, arguments: dict[str, Any]) -> set[str]:
-        return {k for v in _string_leaves(arguments) if (k := self.pool.kind_of(v)) is not None}
-
     def _wrong_kind(self, tool: ToolSpec, proposal: ArgProposal) -> bool:
         """The proposal names an entry of a kind this tool has only failed on, while another kind is
         still untried or worked. Measured on the npm filesystem server (2026-12-05): of 57 calls, 22
         failed, 19 of them reading a directory or listing a file, and the file-reading tools never
         reached the CSV files one level down, so no task asked about a file's contents."""
         bad = self._kinds_failed.get(tool.name, set()) - self._kinds_ok.get(tool.name, set())
-        return bool(bad & self._kinds_in(proposal.arguments)) and not self.pool.kinds() <= bad
+        return bool(bad & self.pool.kinds_in(proposal.arguments)) and not self.pool.kinds() <= bad
 
     async def _after_failure(self, tool: ToolSpec, result: ToolResult) -> None:
         if result.status is CallStatus.CRASH:

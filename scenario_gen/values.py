@@ -44,7 +44,7 @@ class SeenValue:
     """The name/title of the object the value sat in (a readable anchor for an id)."""
     kind: str | None = None
     """The `type` or `kind` of the object the value sat in (`FILE`, `DIR`): a tool that fails on one
-    entry of a kind likely fails on every entry of it (`read_file` on a directory), see `kind_of`."""
+    entry of a kind likely fails on every entry of it (`read_file` on a directory), see `kinds_in`."""
 
 
 @dataclass
@@ -148,13 +148,10 @@ class ValuePool:
                     out += vals
         return out
 
-    def kind_of(self, value: Any) -> str | None:
-        """The kind of the entry a value was seen in, if it was seen in one."""
-        for vals in self.by_key.values():
-            for s in vals:
-                if s.kind is not None and s.value == value:
-                    return s.kind
-        return None
+    def kinds_in(self, arguments: dict[str, Any]) -> set[str]:
+        """The kinds of the entries the arguments' values were seen in, at any depth."""
+        values = set(_scalars(arguments))
+        return {s.kind for vals in self.by_key.values() for s in vals if s.kind is not None and s.value in values}
 
     def kinds(self) -> set[str]:
         return {s.kind for vals in self.by_key.values() for s in vals if s.kind is not None}
