@@ -105,6 +105,20 @@ def distinct_calls(traj: Trajectory, task: Task | None, checks: CheckResult) -> 
     return len(seen) / len(calls)
 
 
+@reward_component("tagged_calls")
+def tagged_calls(traj: Trajectory, task: Task | None, checks: CheckResult) -> float | None:
+    """The share of calls written in `<tool_call>` tags, the form llama.cpp's server, vLLM's `hermes`
+    parser and Ollama's Qwen templates turn into `tool_calls` (other forms reach only `mcp-rl serve`).
+    Weight 0 by default (logged): measured 2026-12-05, the default 0.5B policy wrote 0 of 80 sampled
+    first-turn calls in tags, 40 with Qwen's template alone and 40 with a system line asking for them
+    (`docs/results.md`). A weight gives no group a difference to learn from while nobody samples the
+    form, and it lowers every episode that calls against those that do not."""
+    calls = traj.tool_calls
+    if not calls:
+        return None
+    return sum(c.tagged for c in calls) / len(calls)
+
+
 def run_checks(
     traj: Trajectory, task: Task | None = None, reference_answer: str | None = None
 ) -> CheckResult:

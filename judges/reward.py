@@ -12,6 +12,7 @@ Default weights (all configurable, and every component is stored with the trajec
 | arguments_faithful   | 0.25   | the trajectory made at least one call (no argument value invented) |
 | no_error_rate        | 0.1    | the trajectory made at least one call        |
 | distinct_calls       | 0.25   | the trajectory made at least one call (share not repeating an earlier call) |
+| tagged_calls         | 0.0    | (logged: share of calls in `<tool_call>` tags; see `judges.checks.tagged_calls`) |
 | parse_rate, answered | 0.0    | (logged, not weighted: schema-valid implies parsed; the gate covers answering) |
 | needed_calls_ok      | 0.0    | the task has a reference answer (logged, not weighted: success reads it) |
 
@@ -56,6 +57,7 @@ class RewardWeights(BaseModel):
     answered: float = Field(default=0.0, ge=0)
     needed_calls_ok: float = Field(default=0.0, ge=0)
     distinct_calls: float = Field(default=0.25, ge=0)
+    tagged_calls: float = Field(default=0.0, ge=0)
 
 
 class RewardConfig(BaseModel):

@@ -139,6 +139,8 @@ def summarize(trajs: list[Trajectory]) -> dict[str, Any]:
         "answer_faithful_rate": _share(trajs, "answer_faithful"),
         "arguments_faithful_rate": _share(trajs, "arguments_faithful"),
         "valid_call_rate": len(sent) / len(calls) if calls else None,
+        # the share other runtimes would see as tool calls (llama.cpp, vLLM hermes, Ollama): see ParsedCall.tagged
+        "tagged_call_rate": sum(c.tagged for c in calls) / len(calls) if calls else None,
         "tool_error_rate": len(errors) / len(sent) if sent else None,
         "answered_rate": sum(1 for t in trajs if t.final_answer) / n,
         "mean_turns": sum(t.turns for t in trajs) / n,

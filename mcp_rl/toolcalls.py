@@ -49,6 +49,10 @@ class ParsedCall(BaseModel):
     arguments: dict[str, Any] | None = None
     raw: str = ""
     error: str | None = None
+    tagged: bool = False
+    """Written inside `<tool_call>` tags: the Hermes form, native to Qwen2.5's chat template and the
+    only form llama.cpp's server (`--jinja`), vLLM's `hermes` parser and Ollama's Qwen templates turn
+    into OpenAI `tool_calls`. The parser reads the other forms too; this says which one was used."""
 
     @property
     def ok(self) -> bool:
@@ -73,7 +77,9 @@ def _scan(text: str, known: set[str]) -> Iterator[ParsedCall]:
     pos = 0
     for m in _TAG.finditer(text):
         yield from _scan_loose(text[pos : m.start()], known)
-        yield from _parse_tag_body(m.group(1), m.group(0), known)
+        for call in _parse_tag_body(m.group(1), m.group(0), known):
+            call.tagged = True
+            yield call
         pos = m.end()
     yield from _scan_loose(text[pos:], known)
 

@@ -26,6 +26,8 @@ class ToolCallRecord(BaseModel):
     arguments: dict[str, Any] | None = None
     raw: str = ""
     """The text the call was parsed from."""
+    tagged: bool = False
+    """Written in `<tool_call>` tags, the form other runtimes parse (`ParsedCall.tagged`)."""
     valid: bool = True
     """Parsed, names a known allowed tool, passes its schema. Invalid calls are never sent."""
     status: CallStatus = CallStatus.INVALID

@@ -122,10 +122,10 @@ def make_run(path: Path, model_name: str, b_std: float, *, secret_in_config: boo
     )
     run.save_checkpoint(1, model.save_adapter)
     run.append_metrics({"kind": "base_eval", "step": 0, "episodes": 8, "success": 0.25, "success_low": 0.07,
-                        "success_high": 0.59, "success_n": 8, "valid_call_rate": 0.6, "tool_error_rate": 0.2,
+                        "success_high": 0.59, "success_n": 8, "valid_call_rate": 0.6, "tool_error_rate": 0.2, "tagged_call_rate": 0.0,
                         "answered_rate": 0.5, "mean_turns": 3.5})  # fmt: skip
     run.append_metrics({"kind": "eval", "step": 1, "episodes": 8, "success": 0.75, "success_low": 0.41,
-                        "success_high": 0.93, "success_n": 8, "valid_call_rate": 0.95, "tool_error_rate": 0.05,
+                        "success_high": 0.93, "success_n": 8, "valid_call_rate": 0.95, "tool_error_rate": 0.05, "tagged_call_rate": 0.25,
                         "answered_rate": 1.0, "mean_turns": 2.25})  # fmt: skip
     run.write_json(run.best_file, {"step": 1})
     run.commit(RunState(completed_step=1, base_evaluated=True, best_step=1, best_success=0.75))
@@ -177,6 +177,9 @@ def _check_card_and_secrets(out: Path, fmt: str, system: str) -> dict[str, Any]:
     assert "list_categories" in card and "get_item" in card
     assert "| checked success [95% interval] | 25% [7%, 59%] (n=8) | 75% [41%, 93%] (n=8) |" in card
     assert f"mcp-rl serve {out}" in card
+    # what other runtimes will parse, from the run's own figure, not a promise
+    assert "| calls in `<tool_call>` tags | 0% | 25% |" in card
+    assert "in 25% of its calls at its last evaluation (step 1)" in " ".join(card.split())
     if fmt == "peft":
         assert f"--enable-lora --lora-modules shop-run-step1={out}" in card
     if fmt == "gguf":

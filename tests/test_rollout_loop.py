@@ -249,3 +249,22 @@ def test_api_models_get_structured_tool_calls_and_no_tokens() -> None:
     }
     assert tool["tool_call_id"] == tc["id"] and tool["role"] == "tool"
     assert model.seen[1][-1] == tool  # the API saw the tool result, tied to its call id
+
+
+def test_the_form_of_each_call_is_recorded_and_summarized() -> None:
+    """A tagged call and a bare one in the same episode: the record says which was which, the step
+    figures give the share other runtimes would parse, and the logged reward component agrees."""
+    from judges.checks import run_checks
+    from mcp_rl.evaluate import summarize
+
+    tagged = f"<tool_call>\n{call('get_item', item_id='ITM-001')}\n</tool_call>"
+    model = FakeScriptedModel([tagged, call("get_item", item_id="ITM-002"), "Both are in stock."])
+    (t,) = group(model, INVENTORY)
+    assert [(c.arguments["item_id"], c.tagged, c.status) for c in t.tool_calls] == [
+        ("ITM-001", True, CallStatus.OK),
+        ("ITM-002", False, CallStatus.OK),
+    ]
+    assert summarize([t])["tagged_call_rate"] == 0.5
+    assert run_checks(t).extra["tagged_calls"] == 0.5
+    # it survives the trip through the run's files
+    assert Trajectory.model_validate_json(t.model_dump_json()).tool_calls[0].tagged

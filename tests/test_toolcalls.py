@@ -21,6 +21,16 @@ def test_qwen_tool_call_tag() -> None:
     assert calls(text) == [("get_current_time", {"timezone": "Asia/Tokyo"}, True)]
 
 
+def test_only_calls_in_tags_are_marked_tagged() -> None:
+    """The form the runtimes parse (llama.cpp's server, vLLM's hermes, Ollama) is told apart from the
+    bare and fenced JSON the 0.5B writes, including a list of calls inside one tag."""
+    bare = '{"name": "get_item", "arguments": {"item_id": "ITM-001"}}'
+    text = f"<tool_call>[{bare}, {bare}]</tool_call>\n{bare}\n```json\n{bare}\n```"
+    assert [c.tagged for c in parse_message(text, KNOWN).calls] == [True, True, False, False]
+    (broken,) = parse_message("<tool_call>{name: get_item}</tool_call>", KNOWN).calls
+    assert broken.tagged and not broken.ok
+
+
 def test_several_tags_keep_order() -> None:
     text = (
         'Let me check both.\n<tool_call>\n{"name": "get_item", "arguments": {"item_id": "ITM-001"}}\n</tool_call>\n'

@@ -21,7 +21,7 @@ from mcp_rl.servers.spec import masked_url
 _RESULT_KEYS = (
     "step", "episodes", "success", "success_low", "success_high", "success_n",
     "judged", "judged_low", "judged_high", "judged_n", "pasted_rate",
-    "valid_call_rate", "tool_error_rate", "answered_rate", "mean_turns",
+    "valid_call_rate", "tagged_call_rate", "tool_error_rate", "answered_rate", "mean_turns",
 )  # fmt: skip
 _VLLM_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 
@@ -178,6 +178,7 @@ def _result_rows(results: dict[str, Any], step: int | None) -> list[str]:
         "|---" * (len(cols) + 1) + "|",
         "| checked success [95% interval] | " + " | ".join(rate_text(m) for _, m in cols) + " |",
         "| valid-call rate | " + " | ".join(pct(m["valid_call_rate"]) for _, m in cols) + " |",
+        "| calls in `<tool_call>` tags | " + " | ".join(pct(m.get("tagged_call_rate")) for _, m in cols) + " |",
         "| tool-error rate | " + " | ".join(pct(m["tool_error_rate"]) for _, m in cols) + " |",
         "| answered | " + " | ".join(pct(m["answered_rate"]) for _, m in cols) + " |",
         "| mean turns | "
@@ -254,6 +255,23 @@ def _tool_lines(prompt: dict[str, Any]) -> list[str]:
     return out
 
 
+def _call_form_lines(results: dict[str, Any]) -> list[str]:
+    """What runtimes will make of its calls, from the share written in tags at its last evaluation."""
+    last = results.get("exported") or results.get("best") or results.get("base") or {}
+    share = last.get("tagged_call_rate")
+    measured = (
+        "not measured for this run"
+        if share is None
+        else f"{pct(share)} of its calls at its last evaluation (step {last.get('step')})"
+    )
+    return [
+        'It writes a tool call as a JSON object `{"name": ..., "arguments": {...}}`, in `<tool_call>` tags '
+        f"(the Qwen2.5/Hermes form) in {measured}, the rest bare or in a code fence. `mcp-rl serve` turns "
+        "every form into OpenAI `tool_calls`; llama.cpp's server (`--jinja`), vLLM's `hermes` parser and "
+        "Ollama's Qwen templates turn only the tagged ones into `tool_calls` and return the others as text.",
+    ]
+
+
 def model_card(info: ExportInfo, out: Path) -> str:
     """README.md of an export."""
     library = {"peft": "peft", "merged": "transformers", "gguf": "gguf"}[info.format]
@@ -317,9 +335,7 @@ def model_card(info: ExportInfo, out: Path) -> str:
         if convention
         else "Answer convention: a reply without a tool call is the final answer.",
         "",
-        'It writes a tool call as a JSON object `{"name": ..., "arguments": {...}}` in its reply (bare or in a '
-        "code fence); `mcp-rl serve` turns these into OpenAI `tool_calls`. Servers that only parse "
-        "`<tool_call>` tags will see them as text.",
+        *_call_form_lines(info.results),
         "",
         "## Results",
         "",

@@ -40,6 +40,7 @@ def _record(turn: int, call: ParsedCall, result: ToolResult) -> ToolCallRecord:
         name=call.name,
         arguments=call.arguments,
         raw=call.raw,
+        tagged=call.tagged,
         valid=result.status is not CallStatus.INVALID,
         status=result.status,
         result_text=feedback_text(result.status, result.text),
