@@ -23,6 +23,7 @@ machine, or `--no-solvability`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,7 +54,13 @@ class SolvabilitySettings(BaseModel):
 
 
 async def _solve_rates(
-    model: ChatModel, pool: Any, tasks: list[Task], attempts: int, judge: ChatModel, max_turns: int
+    model: ChatModel,
+    pool: Any,
+    tasks: list[Task],
+    attempts: int,
+    judge: ChatModel,
+    max_turns: int,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[float | None]:
     from judges.success import decide_success
     from mcp_rl.rollout.loop import RolloutConfig, run_tasks
@@ -62,7 +69,7 @@ async def _solve_rates(
     rollout = RolloutConfig(
         temperature=0.0 if attempts == 1 else 0.7, max_turns=max_turns, max_new_tokens=200
     )
-    groups = await run_tasks(model, pool, list(tasks), n=attempts, config=rollout)
+    groups = await run_tasks(model, pool, list(tasks), n=attempts, config=rollout, on_episode=on_episode)
     rates: list[float | None] = []
     for task, trajs in zip(tasks, groups, strict=True):
         trajs = [await _last_word(model, t) for t in trajs]
@@ -146,17 +153,31 @@ async def check_solvability(
     policy: ChatModel | None = None,
     max_turns: int = 6,
     grounded: bool = True,
+    say: Callable[[str], None] | None = None,
 ) -> list[Task]:
     """Tasks the checker solved at least once (or could not be judged), marked in `notes`; tasks not
     attempted (grounded ones, with `grounded=False`) pass through unmarked, in their place.
 
-    `pool` is a `mcp_rl.rollout.pool.SessionPool` on the same server."""
+    `pool` is a `mcp_rl.rollout.pool.SessionPool` on the same server. `say` hears one line per finished
+    attempt: the pass took 20-40 minutes of a git generation (2026-12-05), silent until then."""
     tried = [t for t in tasks if grounded or t.source != "grounded"]
     if not tried:
         return list(tasks)
-    rates = await _solve_rates(checker, pool, tried, attempts, checker, max_turns)
+    total = len(tried) * attempts * (2 if policy is not None else 1)
+    done: list[Trajectory] = []
+    if say is not None:
+        say(f"solvability: attempting {len(tried)} tasks ({total} attempts)")
+
+    def attempted(traj: Trajectory) -> None:
+        done.append(traj)
+        if say is not None:
+            say(f"solvability: {len(done)} of {total} attempts done")
+
+    rates = await _solve_rates(checker, pool, tried, attempts, checker, max_turns, attempted)
     policy_rates = (
-        await _solve_rates(policy, pool, tried, attempts, checker, max_turns) if policy is not None else None
+        await _solve_rates(policy, pool, tried, attempts, checker, max_turns, attempted)
+        if policy is not None
+        else None
     )
     marked: dict[str, Task | None] = {}
     for i, (task, rate) in enumerate(zip(tried, rates, strict=True)):

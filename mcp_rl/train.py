@@ -144,7 +144,7 @@ class Trainer:
             return None
         checker = self.model(check.check_with or self.cfg.generator)
 
-        async def hook(tasks: list[Task]) -> list[Task]:
+        async def hook(tasks: list[Task], say: Callable[[str], None]) -> list[Task]:
             return await check_solvability(
                 tasks,
                 pool,
@@ -152,6 +152,7 @@ class Trainer:
                 attempts=check.attempts,
                 max_turns=check.max_turns,
                 grounded=check.grounded,
+                say=say,
             )
 
         return hook

@@ -33,7 +33,7 @@ from scenario_gen.validate import Verdict, check_task, drop_near_duplicates, lea
 from scenario_gen.writer import TaskWriter, WrittenItem, task_id
 
 ProgressFn = Callable[[str, GenReport], None]
-SolvabilityFn = Callable[[list[Task]], Awaitable[list[Task]]]
+SolvabilityFn = Callable[[list[Task], Callable[[str], None]], Awaitable[list[Task]]]
 """Takes the kept tasks, returns those to keep (with `notes` marks); see `mcp_rl.solvability`."""
 
 
@@ -354,7 +354,7 @@ async def generate_tasks(
     if solvability is not None and tasks:
         t1 = time.monotonic()
         run._say("solvability pass")
-        checked = await solvability(tasks)
+        checked = await solvability(tasks, run._say)
         kept_ids = {t.id for t in checked}
         for t in tasks:
             if t.id not in kept_ids:

@@ -124,16 +124,25 @@ def test_generate_reports_the_tasks_no_attempt_solved():
             ServerSession(spec.with_connection(result_budget=20000), READS) as s,
         ):
 
-            async def solvability(ts):
+            async def solvability(ts, say):
                 return await check_solvability(
-                    ts, pool, FakeGiveUp(), attempts=1, max_turns=2, grounded=False
+                    ts, pool, FakeGiveUp(), attempts=1, max_turns=2, grounded=False, say=say
                 )
 
             cfg = GenerateConfig(n=4, grounded_share=0.5, seed=5)
-            return await generate_tasks(s, FakeTaskWriter(), cfg, solvability=solvability)
+            progress = lambda msg, _report: said.append(msg)  # noqa: E731
+            return await generate_tasks(s, FakeTaskWriter(), cfg, solvability=solvability, progress=progress)
 
+    said: list[str] = []
     tasks, report = anyio.run(go)
     assert tasks and all(t.source == "grounded" for t in tasks)
+    # the pass says how far it is, one line per attempt (it was silent for 20-40 minutes on git)
+    at = said.index("solvability pass")
+    assert said[at + 1 : at + 4] == [
+        "solvability: attempting 2 tasks (2 attempts)",
+        "solvability: 1 of 2 attempts done",
+        "solvability: 2 of 2 attempts done",
+    ]
     assert report.dropped["no attempt solved it"] == 2
     assert len(report.drop_examples["no attempt solved it"]) == 2
 
