@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
 from rich.console import Console
@@ -57,6 +58,13 @@ class GenReport(BaseModel):
             ex = self.drop_examples.setdefault(reason, [])
             if len(ex) < 3:
                 ex.append(example[:160])
+
+    def drop_all(self, counts: Mapping[str, int], examples: Mapping[str, list[str]]) -> None:
+        """Drops counted elsewhere (the grounded writer's), with their last few examples."""
+        for reason, n in counts.items():
+            self.drop(reason, n)
+            for example in examples.get(reason, [])[-3:]:
+                self.drop(reason, 0, example=example)
 
     def summarize(self, tasks: list[Task], tool_names: list[str]) -> None:
         self.kept = len(tasks)

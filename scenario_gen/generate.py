@@ -207,8 +207,7 @@ class _Run:
 
     def finish(self) -> None:
         if self._gw is not None:
-            for reason, n in self._gw.problems.items():
-                self.report.drop(reason, n)
+            self.report.drop_all(self._gw.problems, self._gw.examples)
 
     async def _fix_leak(self, task: Task) -> Task | None:
         names = leaked_names(task.text, self.tool_names)

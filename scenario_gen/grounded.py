@@ -244,6 +244,8 @@ class GroundedWriter:
         self.rng = random.Random(seed)
         self.sem = asyncio.Semaphore(concurrency)
         self.problems: Counter[str] = Counter()
+        self.examples: dict[str, list[str]] = {}
+        """Per rejection reason, a few last questions the writer offered and why each was refused."""
 
     def _mentions(self, explore: ExploreResult, step: Step, fact: Fact) -> list[list[str]]:
         """What the question must name: the fact's own anchors, then every value the call was given
@@ -307,7 +309,15 @@ class GroundedWriter:
         messages = writer_prompts.grounded_question(calls, c.fact.answer, c.fact.what, c.mentions, self.language)
         names = list(self.tools)
 
+        refused: list[str] = []
+
         def accept(item: QuestionItem) -> str | None:
+            reason = _refusal(item)
+            if reason:
+                refused.append(f"{item.question.strip()!r}: {reason}")
+            return reason
+
+        def _refusal(item: QuestionItem) -> str | None:
             q = strip_tool_mentions(item.question, leaked_names(item.question, names))
             if len(q) < 10:
                 return "the question is empty"
@@ -343,7 +353,10 @@ class GroundedWriter:
                 format_hint='Form: {"question": "..."}',
             )  # fmt: skip
         if not got.items:
-            self.problems[f"question rejected ({_problem_label(got.problems)})"] += 1
+            label = f"question rejected ({_problem_label(got.problems)})"
+            self.problems[label] += 1
+            if refused:
+                self.examples.setdefault(label, []).append(refused[-1])
             return None
         question = got.items[0].question
         rule = c.fact.rule.model_copy(update={"call_index": len(c.chain) - 1})

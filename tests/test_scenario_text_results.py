@@ -318,3 +318,28 @@ def test_an_argument_that_changed_nothing_is_not_asked_of_a_question():
     used = {c.chain[-1].index for c in picked}
     assert used == {0, 2}
     assert not any(["2 weeks ago"] in c.mentions for c in picked)
+
+
+def test_a_refused_question_is_kept_as_an_example_of_its_reason():
+    """The report shows what the writer offered and why it was refused, not only a count."""
+    import anyio
+
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import Step
+    from scenario_gen.gen_report import GenReport
+    from scenario_gen.grounded import Candidate, GroundedWriter
+
+    path = {"path": "/home/ana/files/budget.csv"}
+    step = Step(index=0, tool="stat", arguments=path, status=CallStatus.OK, result_text=FILE_INFO)
+    fact = next(f for f in extract_facts(FILE_INFO, path) if f.rule.path == ["is_file"])
+    no_path = ["Is the budget file a file?", "Is it a regular file?", "Is budget.csv a file?"]
+    writer = GroundedWriter(_Scripted(no_path), [], seed=0)
+    assert anyio.run(writer.write, Candidate([step], fact, [[path["path"]]])) is None
+    label = "question rejected (did not name what it asks about)"
+    assert list(writer.problems) == [label]
+    (example,) = writer.examples[label]
+    assert example.startswith("'Is budget.csv a file?': the question must mention '/home/ana/files/budget.csv'")
+
+    report = GenReport()
+    report.drop_all(writer.problems, writer.examples)  # as `generate` hands them over
+    assert report.dropped == {label: 1} and report.drop_examples[label] == [example[:160]]
