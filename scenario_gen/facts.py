@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mcp_rl.answer_rule import format_value, parse_datetime, result_data, transform_value
+from mcp_rl.servers.result_text import EMPTY_RESULT
 from mcp_rl.task import AnswerRule
 from scenario_gen.values import is_id_like
 
@@ -340,6 +341,10 @@ def extract_facts(
         # nor a report of nothing found or of an error: a question whose answer is "No matches found"
         # asks about an argument exploration made up (measured: 4 of 24 filesystem tasks searched for
         # the placeholder pattern 'example')
+        # nor our own note for an empty result (git's remote branches of a repository with no remote:
+        # "(the tool returned no content)" was kept as the reference answer of a question, 2026-12-05)
+        if t == EMPTY_RESULT:
+            return []
         if t and "\n" not in t and len(t) <= 150 and not _PLACEHOLDER.match(t) and not _NOTHING.search(t):
             return [Fact(AnswerRule(kind="text"), t, "the whole reply", [], 0.3)]
         return []

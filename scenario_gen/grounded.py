@@ -46,11 +46,12 @@ class Candidate:
     mentions: list[list[str]]
 
 
-def value_variants(value: Any) -> list[str]:
-    """Ways a user may write an argument value: 'Asia/Tokyo' -> Tokyo, '14:00' -> 2 pm, New_York -> New York."""
+def value_variants(value: Any, short: bool = True) -> list[str]:
+    """Ways a user may write an argument value: 'Asia/Tokyo' -> Tokyo, '14:00' -> 2 pm, New_York -> New York.
+    `short` False: a path only in full (its last part alone names nothing a solver could find)."""
     s = format_value(value)
     out = [s]
-    if "/" in s:
+    if "/" in s and short:
         out.append(s.rsplit("/", 1)[1])
     m = re.fullmatch(r"(\d{1,2}):(\d{2})", s)
     if m:
@@ -252,8 +253,12 @@ class GroundedWriter:
         (each entry of an array argument too: a question about the top of 12, 7 and 19 must give
         them). An id found in an earlier result may be named by what it identifies instead."""
         groups = [list(g) for g in fact.mentions]
+        shown = {sv.value for values in explore.pool.by_key.values() for sv in values}
         for k, v in _argument_leaves(step.arguments):
-            group = value_variants(v)
+            # A path no result ever showed (the repository `mcp-server-git` was started on) must be given
+            # in full: git's questions said "in the repo" and left the policy no way to find it
+            # (2026-12-05: 6 of 13 tasks of a git set). A listed path can be found again by its last part.
+            group = value_variants(v, short=v in shown)
             for seen in explore.pool.candidates(k) + explore.pool.by_key.get("id", []):
                 if seen.value == v and seen.context_name and seen.step in step.sources:
                     group.append(seen.context_name)

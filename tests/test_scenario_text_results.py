@@ -209,7 +209,11 @@ def test_counts_and_names_of_a_listing_of_several_kinds_carry_the_kinds():
 
 
 def test_a_report_of_nothing_found_or_of_an_error_is_no_answer():
-    for text in ("No matches found", "/srv/files: Error - EISDIR: illegal operation on a directory, read"):
+    for text in (
+        "No matches found",
+        "/srv/files: Error - EISDIR: illegal operation on a directory, read",
+        "(the tool returned no content)",  # git's remote branches of a repository with none
+    ):
         assert extract_facts(text) == []
     assert [f.answer for f in extract_facts("3.048 m")] == ["3.048 m"]
 
@@ -343,3 +347,24 @@ def test_a_refused_question_is_kept_as_an_example_of_its_reason():
     report = GenReport()
     report.drop_all(writer.problems, writer.examples)  # as `generate` hands them over
     assert report.dropped == {label: 1} and report.drop_examples[label] == [example[:160]]
+
+
+def test_a_path_no_result_showed_must_be_given_in_full():
+    """The repository `mcp-server-git` was started on appears in no result: "in the repo" names nothing
+    the solver can find, so only the whole path counts. A path a listing showed may go by its last part."""
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import ExploreResult, ExploreStats, Step
+    from scenario_gen.grounded import GroundedWriter
+
+    listing = "[FILE] budget.csv\n[DIR] drafts"
+    steps = [
+        Step(0, "git_log", {"repo_path": "/srv/repo"}, CallStatus.OK, GIT_LOG),
+        Step(1, "list_directory", {"path": "/srv/files"}, CallStatus.OK, listing),
+        Step(2, "get_file_info", {"path": "/srv/files/budget.csv"}, CallStatus.OK, FILE_INFO),
+    ]
+    pool = ValuePool()
+    pool.add_result(result_data(listing), 1, {"path": "/srv/files"})
+    picked = GroundedWriter(None, []).candidates(ExploreResult(steps, pool, ExploreStats()), 100)  # type: ignore[arg-type]
+    by_step = {c.chain[-1].index: c.mentions for c in picked}
+    assert ["/srv/repo"] in by_step[0] and ["/srv/repo", "repo"] not in by_step[0]
+    assert ["/srv/files/budget.csv", "budget.csv"] in by_step[2]

@@ -18,6 +18,10 @@ _ERROR_TEXT = re.compile(
 )
 
 
+
+EMPTY_RESULT = "(the tool returned no content)"
+"""What the model is shown for an OK call that returned nothing."""
+
 def cut(text: str, budget: int) -> tuple[str, bool]:
     """Keep the head of `text` within `budget` characters, with a visible marker when cut."""
     if budget <= 0 or len(text) <= budget:
@@ -69,7 +73,7 @@ def normalize_call_result(
     text, truncated = cut(text, budget)
     return ToolResult(
         status=CallStatus.TOOL_ERROR if failed else CallStatus.OK,
-        text=text if text.strip() else "(the tool returned no content)",
+        text=text if text.strip() else EMPTY_RESULT,
         latency_s=latency_s,
         truncated=truncated,
     )
