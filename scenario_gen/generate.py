@@ -23,6 +23,7 @@ from mcp_rl.models.base import ChatModel
 from mcp_rl.structured import ask_items
 from mcp_rl.task import Provenance, Task
 from scenario_gen import writer_prompts
+from scenario_gen.context import server_context, state_context
 from scenario_gen.dedup import Similarity, default_similarity
 from scenario_gen.explorer import ExplorableSession, Explorer
 from scenario_gen.gen_report import GenReport, count_problems
@@ -258,7 +259,7 @@ class _Run:
         self.report.kept = len(self.kept)
         return out
 
-    async def written(self, known_values: dict[str, list[str]]) -> None:
+    async def written(self, known_values: dict[str, list[str]], context: dict[str, str]) -> None:
         t0 = time.monotonic()
         writer = TaskWriter(
             self.model, self.session.tools, instructions=self.cfg.instructions,
@@ -283,7 +284,7 @@ class _Run:
             self.report.candidates_written += len(batch)
             if len(batch) < sum(sizes):
                 self.report.drop("writer returned too few", sum(sizes) - len(batch))
-            fixed = [t for t in [await self._fix_leak(t) for t in batch] if t is not None]
+            fixed = [_stated(t, context) for t in [await self._fix_leak(t) for t in batch] if t is not None]
             added = await self._self_contained(self._admit(fixed))
             empty_in_a_row = 0 if added else empty_in_a_row + 1
             self._say(f"written: {len(added)} kept of {len(batch)}")
@@ -294,6 +295,12 @@ class _Run:
                 break
         self.report.llm_problems = count_problems(writer.stats.problems)
         self.report.timings["written"] = time.monotonic() - t0
+
+
+def _stated(task: Task, context: dict[str, str]) -> Task:
+    """The task with the values nothing on the server reveals added (`scenario_gen.context`)."""
+    text = state_context(task.text, context)
+    return task if text == task.text else task.model_copy(update={"text": text, "id": task_id(text)})
 
 
 def _batch_sizes(total: int, batch: int, concurrency: int) -> list[int]:
@@ -344,7 +351,7 @@ async def generate_tasks(
     want_grounded = math.ceil(cfg.n * cfg.grounded_share)
     if want_grounded:
         await run.grounded(explore, want_grounded)
-    await run.written(explore.pool.sample_names(10))
+    await run.written(explore.pool.sample_names(10), server_context(explore))
     if len(run.kept) < cfg.n and want_grounded:
         # the writer fell short: more grounded tasks, if exploration found enough to ask about
         await run.grounded(explore, cfg.n - len(run.kept))

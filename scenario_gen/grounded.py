@@ -25,6 +25,7 @@ from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
 from mcp_rl.task import MAX_ANSWER, ReferenceCall, Task
 from scenario_gen import writer_prompts
+from scenario_gen.context import server_context, state_context
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
 from scenario_gen.facts import Fact, extract_facts, name_parts
 from scenario_gen.validate import leaked_names, strip_tool_mentions
@@ -245,6 +246,8 @@ class GroundedWriter:
         self.rng = random.Random(seed)
         self.sem = asyncio.Semaphore(concurrency)
         self.problems: Counter[str] = Counter()
+        self.context: dict[str, str] = {}
+        """Values every question must state (`scenario_gen.context`), set by `candidates`."""
         self.examples: dict[str, list[str]] = {}
         """Per rejection reason, a few last questions the writer offered and why each was refused."""
 
@@ -269,6 +272,7 @@ class GroundedWriter:
 
     def candidates(self, explore: ExploreResult, want: int) -> list[Candidate]:
         """Up to `want` facts to ask about, spread over tools, fields and chains."""
+        self.context = server_context(explore)
         per_tool: dict[str, list[Candidate]] = {}
         for step in explore.steps:
             if not step.ok or step.wrote or len(_argument_leaves(step.arguments)) > _MAX_GIVEN_VALUES:
@@ -315,6 +319,7 @@ class GroundedWriter:
         names = list(self.tools)
 
         refused: list[str] = []
+        context = {k: v for k, v in self.context.items() if any(v in g for g in c.mentions)}
 
         def accept(item: QuestionItem) -> str | None:
             reason = _refusal(item)
@@ -324,6 +329,7 @@ class GroundedWriter:
 
         def _refusal(item: QuestionItem) -> str | None:
             q = strip_tool_mentions(item.question, leaked_names(item.question, names))
+            q = state_context(q, context)
             if len(q) < 10:
                 return "the question is empty"
             if leaked_names(q, names):

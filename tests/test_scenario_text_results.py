@@ -368,3 +368,47 @@ def test_a_path_no_result_showed_must_be_given_in_full():
     by_step = {c.chain[-1].index: c.mentions for c in picked}
     assert ["/srv/repo"] in by_step[0] and ["/srv/repo", "repo"] not in by_step[0]
     assert ["/srv/files/budget.csv", "budget.csv"] in by_step[2]
+
+
+def test_a_value_nothing_reveals_is_stated_in_every_task():
+    """The repository a git server was started on: the only `repo_path` it accepted, in no result.
+    A question or task that leaves it out gets it added; a value a result showed is not context."""
+    import anyio
+
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.context import server_context, state_context
+    from scenario_gen.explorer import ExploreResult, ExploreStats, Step
+    from scenario_gen.grounded import GroundedWriter
+
+    steps = [
+        Step(0, "git_log", {"repo_path": "/srv/repo"}, CallStatus.OK, GIT_LOG),
+        Step(1, "git_status", {"repo_path": "/srv/repo"}, CallStatus.OK, "On branch main"),
+        Step(2, "git_status", {"repo_path": "/srv/other"}, CallStatus.TOOL_ERROR, "outside the repository"),
+        Step(3, "list_directory", {"path": "/srv/files"}, CallStatus.OK, "[FILE] a.csv"),
+    ]
+    pool = ValuePool(launch_paths=["/srv/repo", "/srv/files"])
+    pool.add_result({"roots": ["/srv/files"]}, 3)  # a tool names this root: a solver can find it
+    explore = ExploreResult(steps, pool, ExploreStats())
+    assert server_context(explore) == {"repo_path": "/srv/repo"}
+    assert state_context("What changed in my project?", {"repo_path": "/srv/repo"}) == (
+        "What changed in my project? (repo path: /srv/repo)"
+    )
+    assert state_context("What changed in /srv/repo?", {"repo_path": "/srv/repo"}) == "What changed in /srv/repo?"
+
+    writer = GroundedWriter(_Scripted(["Who is the author of the commit 'Fix the tax rounding' in the repo?"]), [])
+    picked = writer.candidates(explore, 100)
+    (c,) = [c for c in picked if c.fact.what == "the `author` of the entry with message 'Fix the tax rounding'"]
+    assert ["/srv/repo"] in c.mentions
+    task = anyio.run(writer.write, c)
+    assert not writer.problems
+    assert task is not None and task.text.endswith("in the repo? (repo path: /srv/repo)")
+
+
+def test_a_written_task_gets_the_context_it_left_out():
+    from mcp_rl.task import Task
+    from scenario_gen.generate import _stated
+
+    task = Task(id="w-1", text="I need to check the status of my project.", source="written")
+    done = _stated(task, {"repo_path": "/srv/repo"})
+    assert done.text == "I need to check the status of my project. (repo path: /srv/repo)" and done.id != task.id
+    assert _stated(task, {}) is task
