@@ -15,7 +15,7 @@ from scenario_gen.explorer import ExploreResult
 
 def server_context(explore: ExploreResult) -> dict[str, str]:
     """{parameter: value} for each parameter whose only accepted value is an unrevealed launch path."""
-    shown = {sv.value for values in explore.pool.by_key.values() for sv in values}
+    shown = explore.pool.shown()
     used: dict[str, set[str]] = {}
     for step in explore.steps:
         if step.ok:

@@ -256,7 +256,7 @@ class GroundedWriter:
         (each entry of an array argument too: a question about the top of 12, 7 and 19 must give
         them). An id found in an earlier result may be named by what it identifies instead."""
         groups = [list(g) for g in fact.mentions]
-        shown = {sv.value for values in explore.pool.by_key.values() for sv in values}
+        shown = explore.pool.shown()
         for k, v in _argument_leaves(step.arguments):
             # A path no result ever showed (the repository `mcp-server-git` was started on) must be given
             # in full: git's questions said "in the repo" and left the policy no way to find it

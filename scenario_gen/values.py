@@ -56,6 +56,10 @@ class ValuePool:
     """Paths the user started the server on (`--repository /srv/repo`, a root directory): the values
     a path parameter most likely wants before any result has named one (`launch_paths`)."""
 
+    def shown(self) -> set[Any]:
+        """Every value some result showed (whatever its key)."""
+        return {sv.value for values in self.by_key.values() for sv in values}
+
     def add_accepted(self, arguments: dict[str, Any], limit_per_key: int = 20) -> None:
         for k, v in arguments.items():
             if isinstance(v, str) and 0 < len(v) <= 60:
