@@ -164,14 +164,15 @@ async def check_solvability(
     if not tried:
         return list(tasks)
     total = len(tried) * attempts * (2 if policy is not None else 1)
-    done: list[Trajectory] = []
+    done = 0
     if say is not None:
         say(f"solvability: attempting {len(tried)} tasks ({total} attempts)")
 
-    def attempted(traj: Trajectory) -> None:
-        done.append(traj)
+    def attempted(_traj: Trajectory) -> None:
+        nonlocal done
+        done += 1
         if say is not None:
-            say(f"solvability: {len(done)} of {total} attempts done")
+            say(f"solvability: {done} of {total} attempts done")
 
     rates = await _solve_rates(checker, pool, tried, attempts, checker, max_turns, attempted)
     policy_rates = (

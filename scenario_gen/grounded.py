@@ -251,12 +251,11 @@ class GroundedWriter:
         self.examples: dict[str, list[str]] = {}
         """Per rejection reason, a few last questions the writer offered and why each was refused."""
 
-    def _mentions(self, explore: ExploreResult, step: Step, fact: Fact) -> list[list[str]]:
+    def _mentions(self, explore: ExploreResult, step: Step, fact: Fact, shown: set[Any]) -> list[list[str]]:
         """What the question must name: the fact's own anchors, then every value the call was given
         (each entry of an array argument too: a question about the top of 12, 7 and 19 must give
         them). An id found in an earlier result may be named by what it identifies instead."""
         groups = [list(g) for g in fact.mentions]
-        shown = explore.pool.shown()
         for k, v in _argument_leaves(step.arguments):
             # A path no result ever showed (the repository `mcp-server-git` was started on) must be given
             # in full: git's questions said "in the repo" and left the policy no way to find it
@@ -273,6 +272,7 @@ class GroundedWriter:
     def candidates(self, explore: ExploreResult, want: int) -> list[Candidate]:
         """Up to `want` facts to ask about, spread over tools, fields and chains."""
         self.context = server_context(explore)
+        shown = explore.pool.shown()  # once: every fact of every step asks it
         per_tool: dict[str, list[Candidate]] = {}
         for step in explore.steps:
             if not step.ok or step.wrote or len(_argument_leaves(step.arguments)) > _MAX_GIVEN_VALUES:
@@ -282,7 +282,7 @@ class GroundedWriter:
             chain = explore.chain(step)
             for fact in extract_facts(step.result_text, step.arguments):
                 per_tool.setdefault(step.tool, []).append(
-                    Candidate(chain, fact, self._mentions(explore, step, fact))
+                    Candidate(chain, fact, self._mentions(explore, step, fact, shown))
                 )
         used: Counter[str] = Counter()
         picked: list[Candidate] = []
@@ -366,8 +366,9 @@ class GroundedWriter:
         if not got.items:
             label = f"question rejected ({_problem_label(got.problems)})"
             self.problems[label] += 1
-            if refused:
-                self.examples.setdefault(label, []).append(refused[-1])
+            if refused:  # the last three per reason are all the report shows
+                kept = self.examples.setdefault(label, [])
+                kept[:] = [*kept[-2:], refused[-1]]
             return None
         question = got.items[0].question
         rule = c.fact.rule.model_copy(update={"call_index": len(c.chain) - 1})
