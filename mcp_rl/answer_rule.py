@@ -189,6 +189,11 @@ def apply_rule(rule: AnswerRule, result_texts: list[str]) -> str | None:
         node = _select(node, step)
         if node is None:
             return None
+    if rule.where is not None and rule.kind in ("count", "names"):
+        if not isinstance(node, list):
+            return None
+        key, want = rule.where.get("key"), rule.where.get("equals")
+        node = [x for x in node if isinstance(x, dict) and x.get(key) == want]
     if rule.kind == "count":
         return str(len(node)) if isinstance(node, list) else None
     if rule.kind == "names":

@@ -42,6 +42,9 @@ class AnswerRule(BaseModel):
     transform: Literal["none", "time_hhmm", "date"] = "none"
     name_key: str | None = None
     """For kind "names": the field listed from each element (e.g. "name")."""
+    where: dict[str, Any] | None = None
+    """For kinds "count" and "names": only the elements whose field `key` equals `equals` ("how many
+    commits did Lena Park make?" counts the log's entries with author 'Lena Park')."""
 
 
 class Provenance(BaseModel):

@@ -28,7 +28,7 @@ from scenario_gen.argshapes import (
     numbers_in_range,
     string_for_format,
 )
-from scenario_gen.values import ValuePool, is_id_like
+from scenario_gen.values import TIME_PARAM, ValuePool, is_id_like
 
 _PATH_PARAM = re.compile(r"(^|_)(path|paths|dir|directory|folder|root|repo|repository)$", re.IGNORECASE)
 _QUOTED = re.compile(r"'([^'\n]{1,60})'|\"([^\"\n]{1,60})\"|`([^`\n]{1,60})`")
@@ -175,12 +175,16 @@ def param_candidates(name: str, schema: dict[str, Any], pool: ValuePool) -> list
         return _array_candidates(name, schema, pool)
     if t == "object":
         return _object_candidates(schema, pool)
-    for seen in pool.candidates(name):
+    # no value seen under the parameter's name: those of a key its description names, a little less sure
+    found = pool.candidates(name)
+    # (never for a time: "start timestamp for filtering commits" takes a time, not a commit)
+    described = [] if found or TIME_PARAM.search(name) else pool.named_in(str(schema.get("description", "")))
+    for seen in found + described:
         if not _matches_hints(seen.value, schema):
             continue
         if _fits(seen.value, t) or (t == "string" and isinstance(seen.value, int | float)):
             value = str(seen.value) if t == "string" else seen.value
-            out.append(Candidate(value, 4.0, steps=(seen.step,)))
+            out.append(Candidate(value, 4.0 if found else 3.0, steps=(seen.step,)))
     if t == "string" and _PATH_PARAM.search(name):
         out += [Candidate(p, 3.5) for p in pool.launch_paths]
     if _is_query(name):

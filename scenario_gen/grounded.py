@@ -186,6 +186,7 @@ def _signature(fact: Fact) -> str:
         + ":"
         + ".".join("*" if isinstance(p, dict) else str(p) for p in fact.rule.path)
         + fact.rule.transform
+        + (f"?{fact.rule.where['key']}" if fact.rule.where else "")
     )
 
 
@@ -344,6 +345,8 @@ class GroundedWriter:
             if words and not any(w in q.lower() for w in words):
                 return f"the question must ask for {c.fact.what} (use a word like {words[0]!r})"
             asks = _without_values(q, c.mentions)  # '/srv/files/trips' names no kind of entry
+            if c.fact.of_kind and not any(_has_word(asks, w) for w in c.fact.of_kind):
+                return f"the question must ask for {c.fact.what} (use a word like {c.fact.of_kind[-1]!r})"
             if other := [w for w in c.fact.avoid if _has_word(asks, w)]:
                 return f"the question must ask for {c.fact.what}, not about {other[0]!r}"
             named_values = _without_values(q, c.mentions, quoted=False)

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_rl.answer_rule import parse_datetime
+
 _NAME_KEYS = ("name", "title", "label", "display_name", "full_name", "username")
 # a field that says what sort of thing an entry is (`[DIR] bills` -> type DIR): see `SeenValue.kind`
 _KIND_KEYS = ("type", "kind")
@@ -20,6 +22,7 @@ _ID_LIKE = re.compile(r"(^|_)(id|ids|key|sku|code|slug|uuid|ref)$", re.IGNORECAS
 _PATH_ARG = re.compile(r"(^|_)(path|dir|directory|folder|root)$", re.IGNORECASE)
 # a parameter named `<anything>_<suffix>` takes values seen under the suffix (`file_path` <- `path`)
 _SUFFIX_KEYS = ("path", "name", "title", "id")
+TIME_PARAM = re.compile(r"(^|_)(time|timestamp|date|datetime|since|until|before|after)s?(_|$)", re.IGNORECASE)
 
 
 def name_of(obj: dict[str, Any]) -> str | None:
@@ -145,12 +148,25 @@ class ValuePool:
         if not out:
             suffix = next((k for k in _SUFFIX_KEYS if p.endswith("_" + k) or p.endswith("_" + k + "s")), None)
             out += self.by_key.get(suffix, []) if suffix else []
+        if not out and TIME_PARAM.search(param):
+            # `start_timestamp` <- the times results showed (a log's commit dates): a filter on a time
+            # the server holds returns part of what it holds, a made-up one ("2 weeks ago") all or none
+            out += [s for vals in self.by_key.values() for s in vals if parse_datetime(s.value) is not None]
         if not out:
             # `category_name` <- `category`; never the other way (`time` <- `time_difference` is wrong)
             for k, vals in self.by_key.items():
                 if p.startswith(k + "_"):
                     out += vals
         return out
+
+    def named_in(self, text: str) -> list[SeenValue]:
+        """Seen values of the first key the text names (a parameter `contains` described as "the commit
+        sha that branch should contain" <- the `commit` values of a log), [] when it names none."""
+        for word in re.findall(r"[a-z]{3,}", text.lower()):
+            for k in (word, word[:-1] if word.endswith("s") else "", word[:-3] + "y" if word.endswith("ies") else ""):
+                if k and self.by_key.get(k):
+                    return list(self.by_key[k])
+        return []
 
     def kinds_in(self, arguments: dict[str, Any]) -> set[str]:
         """The kinds of the entries the arguments' values were seen in, at any depth."""

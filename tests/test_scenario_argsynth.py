@@ -173,3 +173,27 @@ def test_paths_the_server_was_started_on_are_offered_to_path_parameters(tmp_path
     array = {"type": "array", "items": {"type": "string"}}
     assert str(repo) in next(c.value for c in param_candidates("paths", array, pool))
     assert str(repo) not in [c.value for c in param_candidates("message", {"type": "string"}, pool)]
+
+
+LOG = (
+    "Commit: 9f1c2ab7e0\nAuthor: Rosa Lind\nDate: 2025-03-02 10:15:00+01:00\nMessage: Add the importer\n\n"
+    "Commit: 31d0e4c9aa\nAuthor: Tomas Berg\nDate: 2025-02-20 17:40:00+01:00\nMessage: First commit\n"
+)
+
+
+def test_a_parameter_takes_the_values_its_description_names_or_for_a_time_the_times_seen():
+    pool = ValuePool()
+    pool.add_result(result_data(LOG), step=3, arguments={}, tool="log")
+    # `contains` names nothing a result showed; its description names the log's `commit`
+    described = {"type": "string", "description": "The commit sha that a branch should contain"}
+    got = param_candidates("contains", described, pool)
+    assert [c.value for c in got[:2]] == ["9f1c2ab7e0", "31d0e4c9aa"] and got[0].steps == (3,)
+    assert got[0].weight < param_candidates("commit", {"type": "string"}, pool)[0].weight  # less sure
+    # a time parameter takes the times results showed, never what its description also names
+    timed = {"type": "string", "description": "Start timestamp for filtering commits"}
+    assert [c.value for c in param_candidates("start_timestamp", timed, pool)][:2] == [
+        "2025-03-02 10:15:00+01:00",
+        "2025-02-20 17:40:00+01:00",
+    ]
+    # a description naming nothing seen adds nothing
+    assert "9f1c2ab7e0" not in [c.value for c in param_candidates("label", {"type": "string", "description": "A tag"}, pool)]

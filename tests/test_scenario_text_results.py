@@ -412,3 +412,35 @@ def test_a_written_task_gets_the_context_it_left_out():
     done = _stated(task, {"repo_path": "/srv/repo"})
     assert done.text == "I need to check the status of my project. (repo path: /srv/repo)" and done.id != task.id
     assert _stated(task, {}) is task
+
+
+def test_a_list_gives_counts_and_names_of_each_group_its_entries_share():
+    log = GIT_LOG + "\nCommit: '77ab01c3f9'\nAuthor: Marta Silva <marta@example.org>\nDate: 2025-05-10 09:00:00+01:00\nMessage: 'Start'\n"
+    facts = [f for f in extract_facts(log) if f.rule.where]
+    for f in facts:  # a grader re-derives each
+        assert apply_rule(f.rule, [log]) == f.answer
+    marta = {f.rule.kind: f for f in facts if f.rule.where["equals"] == "Marta Silva <marta@example.org>"}
+    assert marta["count"].answer == "2" and marta["count"].mentions == [["Marta Silva <marta@example.org>"]]
+    assert marta["names"].answer == "Fix the tax rounding, Start"
+    # the rule counts the group in a fresh result, whatever the order
+    assert apply_rule(marta["count"].rule, [log.split("\n\n", 1)[1]]) == "1"
+    narrowing = marta["count"].narrowing  # naming one entry as well narrows the question further
+    assert "Fix the tax rounding" in narrowing and "Marta Silva <marta@example.org>" not in narrowing
+
+
+def test_the_grounded_writer_asks_for_one_kind_of_entry_by_its_words():
+    listing = {"path": "/home/ana/files"}
+    files = lambda f: f.rule.kind == "count" and f.rule.where == {"key": "type", "equals": "FILE"}  # noqa: E731
+    both = f"How many files and folders are in {listing['path']}?"
+    task, problems = write(LISTING, listing, files, [both, f"How many entries are in {listing['path']}?", both])
+    assert task is None and list(problems) == ["question rejected (asked for something else)"]
+    task, _ = write(LISTING, listing, files, [f"How many files does the folder {listing['path']} hold?"])
+    assert task is not None and task.reference_answer == "2"
+    assert apply_rule(task.answer_rule, ["[DIR] old\n[FILE] a.txt"]) == "1"
+
+
+def test_no_group_is_formed_by_a_role_whose_values_fill_another_field_too():
+    facts = [f for f in extract_facts(GRAPH) if f.rule.where]
+    # `from` and `to` share their people: "how many relations has Ines" reads both; the relation types do not
+    assert {f.rule.where["key"] for f in facts} <= {"relationType", "entityType"}
+    assert all(f.rule.name_key not in ("from", "to") for f in facts)
