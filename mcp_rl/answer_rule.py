@@ -19,6 +19,7 @@ _ISO_DT = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]
 _KEY_LINE = re.compile(r"^([A-Za-z][\w .()/-]{0,39}?)\s*:(?:\s+(.*))?$")
 # `[FILE] a.txt`, `[DIR] docs`: a tag in brackets, then the entry
 _TAG_LINE = re.compile(r"^\[([A-Za-z][\w -]{0,19})\]\s+(\S.*)$")
+_PATCH_LINE = re.compile(r"^(@@ -\d|\+\+\+ |--- (a/|/dev/null)|diff --git )")
 _NUMBER = re.compile(r"^-?(0|[1-9]\d{0,15})(\.\d+)?$")
 _MAX_LINE_CHARS = 200
 
@@ -58,7 +59,8 @@ def result_data(text: str) -> Any | None:
     - blocks separated by blank lines, every line of them `Key: value`: one dict per block (a list of
       dicts; one block is a dict). Keys are snake_case (`Last Modified`, `lastModified` -> `last_modified`); a value in matching quotes
       loses them; plain integers and decimals become numbers, true/false booleans, an empty value "".
-    - one entry per line (two or more lines, no blank line between, none longer than 200 characters):
+    - one entry per line (two or more lines, no blank line between, none longer than 200 characters,
+      not a unified diff):
       a list of strings; a first line ending in ":" is a heading, not an entry; when every line is
       `[TAG] entry`, a list of {"type": TAG, "name": entry}; a CSV or TSV table with a header line, a
       list of one dict per row.
@@ -78,6 +80,8 @@ def result_data(text: str) -> Any | None:
         return None
     if lines[0].endswith(":"):
         lines = lines[1:]  # a heading ("Allowed directories:") is not an entry
+    if any(_PATCH_LINE.match(ln) for ln in lines):
+        return None  # a unified diff's lines are no entries ("+0.1.0" was offered as a file, 2026-12-05)
     tagged = [_TAG_LINE.match(ln) for ln in lines]
     if lines and all(tagged):
         return [{"type": m.group(1), "name": m.group(2).strip()} for m in tagged if m]

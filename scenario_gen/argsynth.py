@@ -354,9 +354,16 @@ def _useful_optional(schema: dict[str, Any], options: list[Candidate]) -> bool:
 
 
 def synthesize(
-    parameters: dict[str, Any], pool: ValuePool, rng: random.Random, k: int = 3, optional_rate: float = 0.25
+    parameters: dict[str, Any],
+    pool: ValuePool,
+    rng: random.Random,
+    k: int = 3,
+    optional_rate: float = 0.25,
+    context: str = "",
 ) -> list[ArgProposal]:
-    """Up to k distinct argument sets for a parameters schema, each of which fits it."""
+    """Up to k distinct argument sets for a parameters schema, each of which fits it. `context`: the
+    tool's description, read for a required parameter that nothing else fills (git's `show(revision)`
+    "shows the contents of a commit": the commits a log showed)."""
     if _has_ref(parameters):
         parameters = to_openai_parameters(parameters)
     props: dict[str, Any] = parameters.get("properties", {}) or {}
@@ -365,6 +372,10 @@ def synthesize(
     if not props:
         return [ArgProposal({})]
     cands = {p: param_candidates(p, props[p] or {}, pool) for p in props}
+    for p in required if context else []:
+        if all(c.weak for c in cands[p]):
+            described = param_candidates(p, {**(props[p] or {}), "description": context}, pool)
+            cands[p] = described if not all(c.weak for c in described) else cands[p]
     proposals: list[ArgProposal] = []
     seen: set[str] = set()
     for i in range(k * 4):

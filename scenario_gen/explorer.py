@@ -256,7 +256,10 @@ class Explorer:
                 continue  # the values tried so far do not fit it; leave it to the LLM round
             done = 0
             tried = sum(1 for s in self.steps if s.tool == tool.name)
-            for proposal in synthesize(tool.parameters, self.pool, self.rng, k=min(k, room) + tried + 2):
+            proposals = synthesize(
+                tool.parameters, self.pool, self.rng, k=min(k, room) + tried + 2, context=tool.description or ""
+            )
+            for proposal in proposals:
                 if done >= min(k, room) or self._key(tool, proposal) in self._tried:
                     continue
                 if need_sources and not proposal.sources:
@@ -340,7 +343,7 @@ class Explorer:
 
     async def _write_round(self, tools: list[ToolSpec]) -> None:
         for tool in tools:
-            for proposal in synthesize(tool.parameters, self.pool, self.rng, k=2):
+            for proposal in synthesize(tool.parameters, self.pool, self.rng, k=2, context=tool.description or ""):
                 if not self._budget_left():
                     return
                 # Reset around every write: later reads and replays must see the original state.

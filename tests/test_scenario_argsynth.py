@@ -197,3 +197,12 @@ def test_a_parameter_takes_the_values_its_description_names_or_for_a_time_the_ti
     ]
     # a description naming nothing seen adds nothing
     assert "9f1c2ab7e0" not in [c.value for c in param_candidates("label", {"type": "string", "description": "A tag"}, pool)]
+
+
+def test_a_required_parameter_nothing_fills_takes_the_values_the_tool_description_names():
+    pool = ValuePool()
+    pool.add_result(result_data(LOG), step=3, arguments={}, tool="log")
+    params = _obj(revision={"type": "string", "description": "Revision"})
+    assert all(p.weak for p in synthesize(params, pool, random.Random(0), k=2))  # "example", a guess
+    got = synthesize(params, pool, random.Random(0), k=2, context="Shows the contents of a commit")
+    assert [p.arguments["revision"] for p in got] == ["9f1c2ab7e0", "31d0e4c9aa"] and got[0].sources == [3]

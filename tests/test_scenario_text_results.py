@@ -94,6 +94,12 @@ def test_a_key_value_reply_is_one_record_with_typed_values():
     assert apply_rule(AnswerRule(kind="field", path=["free_space"]), ["Free space: 12.5"]) == "12.5"
 
 
+def test_a_unified_diff_is_no_listing():
+    diff = "Diff with 9f1c2ab:\ndiff --git a/VERSION b/VERSION\n--- a/VERSION\n+++ b/VERSION\n@@ -1 +1 @@\n-0.1.0\n+0.2.0"
+    assert result_data(diff) is None and extract_facts(diff) == []
+    assert result_data("  feature/charts\n* main") == ["feature/charts", "* main"]  # a listing still is
+
+
 def test_a_plain_listing_gives_a_count_and_its_entries():
     assert result_data(CITIES) == ["Tromso", "Bergen", "Stavanger"]
     facts = _facts_by_answer(CITIES)
