@@ -59,6 +59,10 @@ class Fact:
     narrowing: list[str] = field(default_factory=list)
     """For a count or list of every entry: the entries' own values. A question that names one ("how
     many relations between Ines, Paul and Anna?") asks about some of the entries, not all of them."""
+    reaches: bool = False
+    """For a count of a list whose every entry holds a value the call was given, and some entries other
+    values too (the relations that touch any of three people): a question may not ask for the entries
+    between the given values only."""
 
 
 _FILLER_WORDS = {"is", "has", "the", "of", "a", "an"}
@@ -443,9 +447,43 @@ def extract_facts(
             elif isinstance(v, list) and v:
                 complete = all(c == len(v) for c in counts)
                 facts += _list_facts(v, [k], f" in `{k}`", arg_values, near_today, complete, near_now)
+    given = {format_value(v).lower() for _, v in _given_leaves(arguments or {})}
     for f in facts:
         f.dated = f.dated or near_now
+        if f.rule.kind == "count" and f.rule.where is None:
+            items = data if not f.rule.path else data.get(f.rule.path[0]) if isinstance(data, dict) else None
+            reach = _reach(items, given) if isinstance(items, list) else ""
+            f.what, f.reaches = f.what + reach, bool(reach)
     return [f for f in facts if not (f.answer in given_lengths and _counts(f.rule))]
+
+
+def _given_leaves(arguments: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The scalar values a call was given, each entry of an array argument too."""
+    out: list[tuple[str, Any]] = []
+    for k, v in arguments.items():
+        for x in v if isinstance(v, list) else [v]:
+            if _scalar(x):
+                out.append((k, x))
+    return out
+
+
+def _reach(items: list[Any], given: set[str]) -> str:
+    """How a counted list relates to the values the call was given, when every entry holds one of them
+    but some also hold others: the memory graph's `open_nodes` on three people returned the 5 relations
+    that touch any of them, and the question asked "how many relations are there between" them (2 of 20
+    tasks read by hand, 2026-12-04). Said in the fact, the writer can ask for what was counted."""
+    dicts = [x for x in items if isinstance(x, dict)]
+    if not given or not dicts or len(dicts) != len(items):
+        return ""
+
+    def hits(x: dict[str, Any]) -> list[bool]:
+        return [format_value(x.get(k)).lower() in given for k in keys]
+
+    keys = [k for k in dicts[0] if _scalar(dicts[0][k]) and any(format_value(x.get(k)).lower() in given for x in dicts)]
+    if not keys or not all(any(hits(x)) for x in dicts) or all(all(hits(x)) for x in dicts):
+        return ""  # not every entry is about a given value, or every one is about given values only
+    fields = " or ".join(f"`{k}`" for k in keys)
+    return f" (every entry with one of the values given as its {fields}, not only entries among them)"
 
 
 def _counts(rule: AnswerRule) -> bool:

@@ -110,6 +110,9 @@ def asked_words(fact: Fact) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+_BETWEEN = re.compile(r"\b(between|among)\b", re.IGNORECASE)
+"""Words that ask only for the entries that join given values, not every entry that touches one."""
+
 _META = re.compile(
     r"\b(step \d|data \d|the (last |previous |first )?(result|output|response)|json|the (tool|function)|field|"
     r"assistant|looked up|lookups?|the service|recorded|(the )?(given|above|provided|following) (list|data|output)|"
@@ -352,6 +355,8 @@ class GroundedWriter:
             named_values = _without_values(q, c.mentions, quoted=False)
             if some := [v for v in c.fact.narrowing if _has_word(named_values, v.lower())]:
                 return f"the question must ask for {c.fact.what}, all of them, not only those of {some[0]!r}"
+            if c.fact.reaches and _BETWEEN.search(asks):
+                return f"the question must ask for {c.fact.what}"
             named = [kind[0] for kind in c.fact.kinds if any(_has_word(asks, w) for w in kind)]
             if named and len(named) < len(c.fact.kinds):
                 every = " and ".join(kind[0] for kind in c.fact.kinds)

@@ -450,3 +450,31 @@ def test_no_group_is_formed_by_a_role_whose_values_fill_another_field_too():
     # `from` and `to` share their people: "how many relations has Ines" reads both; the relation types do not
     assert {f.rule.where["key"] for f in facts} <= {"relationType", "entityType"}
     assert all(f.rule.name_key not in ("from", "to") for f in facts)
+
+
+def test_a_count_of_entries_that_touch_any_given_value_may_not_ask_for_those_between_them():
+    import anyio
+
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import Step
+    from scenario_gen.grounded import Candidate, GroundedWriter
+
+    # the memory server's `open_nodes` on three people returns every relation that touches one of them
+    opened = json.loads(GRAPH)
+    opened["relations"].append({"type": "relation", "from": "Paul Moreau", "to": "Lycee Ampere", "relationType": "works at"})
+    text, args = json.dumps(opened), {"names": ["Ines Moreau", "Paul Moreau", "Anna Weber"]}
+    fact = next(f for f in extract_facts(text, args) if f.rule.kind == "count" and f.rule.path == ["relations"])
+    assert fact.answer == "4" and fact.reaches and "`from` or `to`" in fact.what
+    step = Step(index=0, tool="open_nodes", arguments=args, status=CallStatus.OK, result_text=text)
+    people = [[n] for n in args["names"]]
+    between = "How many relationships are there between Ines Moreau, Paul Moreau and Anna Weber?"
+    writer = GroundedWriter(_Scripted([between] * 3), [], seed=0)
+    assert anyio.run(writer.write, Candidate([step], fact, people)) is None
+    assert list(writer.problems) == ["question rejected (asked for something else)"]
+    touching = "How many relationships involve Ines Moreau, Paul Moreau or Anna Weber?"
+    task = anyio.run(GroundedWriter(_Scripted([between, touching]), [], seed=0).write, Candidate([step], fact, people))
+    assert task is not None and task.text == touching and task.reference_answer == "4"
+    # the same people's relations among themselves only: "between" is right, and nothing is added
+    inside = json.dumps({"relations": json.loads(GRAPH)["relations"] + [opened["relations"][0]]})
+    fact = next(f for f in extract_facts(inside, args) if f.rule.kind == "count")
+    assert not fact.reaches and fact.what == "how many entries in `relations`"
