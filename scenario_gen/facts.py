@@ -427,7 +427,9 @@ def extract_facts(
         # "(the tool returned no content)" was kept as the reference answer of a question, 2026-12-05)
         if t == EMPTY_RESULT:
             return []
-        if t and "\n" not in t and len(t) <= 150 and not _PLACEHOLDER.match(t) and not _NOTHING.search(t):
+        # nor a heading with nothing under it: git's "Diff with 43cb800...:" of a commit against itself
+        # was the whole reply of a candidate question (2026-12-06)
+        if t and "\n" not in t and len(t) <= 150 and not _PLACEHOLDER.match(t) and not _NOTHING.search(t) and not t.endswith(":"):
             return [Fact(AnswerRule(kind="text"), t, "the whole reply", [], 0.3)]
         return []
     near_now, near_today = _now_anchored(data, now or datetime.now(UTC), timedelta(minutes=10))

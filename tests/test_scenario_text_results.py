@@ -219,6 +219,7 @@ def test_a_report_of_nothing_found_or_of_an_error_is_no_answer():
         "No matches found",
         "/srv/files: Error - EISDIR: illegal operation on a directory, read",
         "(the tool returned no content)",  # git's remote branches of a repository with none
+        "Diff with 43cb800cc5794472c8e3e7dd4d42ca423dd228ca:",  # a heading with nothing under it
     ):
         assert extract_facts(text) == []
     assert [f.answer for f in extract_facts("3.048 m")] == ["3.048 m"]
