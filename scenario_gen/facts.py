@@ -452,7 +452,7 @@ def extract_facts(
     given = {format_value(v).lower() for _, v in _given_leaves(arguments or {})}
     for f in facts:
         f.dated = f.dated or near_now
-        if f.rule.kind == "count" and f.rule.where is None:
+        if f.rule.kind == "count" and f.rule.where is None and len(f.rule.path) <= 1:
             items = data if not f.rule.path else data.get(f.rule.path[0]) if isinstance(data, dict) else None
             reach = _reach(items, given) if isinstance(items, list) else ""
             f.what, f.reaches = f.what + reach, bool(reach)
