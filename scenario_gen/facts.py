@@ -449,24 +449,20 @@ def extract_facts(
             elif isinstance(v, list) and v:
                 complete = all(c == len(v) for c in counts)
                 facts += _list_facts(v, [k], f" in `{k}`", arg_values, near_today, complete, near_now)
-    given = {format_value(v).lower() for _, v in _given_leaves(arguments or {})}
+    given = _given_values(arguments or {})
     for f in facts:
         f.dated = f.dated or near_now
         if f.rule.kind == "count" and f.rule.where is None and len(f.rule.path) <= 1:
-            items = data if not f.rule.path else data.get(f.rule.path[0]) if isinstance(data, dict) else None
+            items = data.get(f.rule.path[0]) if f.rule.path and isinstance(data, dict) else data
             reach = _reach(items, given) if isinstance(items, list) else ""
             f.what, f.reaches = f.what + reach, bool(reach)
     return [f for f in facts if not (f.answer in given_lengths and _counts(f.rule))]
 
 
-def _given_leaves(arguments: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The scalar values a call was given, each entry of an array argument too."""
-    out: list[tuple[str, Any]] = []
-    for k, v in arguments.items():
-        for x in v if isinstance(v, list) else [v]:
-            if _scalar(x):
-                out.append((k, x))
-    return out
+def _given_values(arguments: dict[str, Any]) -> set[str]:
+    """The scalar values a call was given, each entry of an array argument too, as a question says them."""
+    leaves = [x for v in arguments.values() for x in (v if isinstance(v, list) else [v])]
+    return {format_value(x).lower() for x in leaves if _scalar(x)}
 
 
 def _reach(items: list[Any], given: set[str]) -> str:
@@ -477,12 +473,9 @@ def _reach(items: list[Any], given: set[str]) -> str:
     dicts = [x for x in items if isinstance(x, dict)]
     if not given or not dicts or len(dicts) != len(items):
         return ""
-
-    def hits(x: dict[str, Any]) -> list[bool]:
-        return [format_value(x.get(k)).lower() in given for k in keys]
-
-    keys = [k for k in dicts[0] if _scalar(dicts[0][k]) and any(format_value(x.get(k)).lower() in given for x in dicts)]
-    if not keys or not all(any(hits(x)) for x in dicts) or all(all(hits(x)) for x in dicts):
+    hits = [{k: format_value(v).lower() in given for k, v in x.items() if _scalar(v)} for x in dicts]
+    keys = [k for k in hits[0] if any(h.get(k) for h in hits)]
+    if not keys or not all(any(h.get(k) for k in keys) for h in hits) or all(all(h.get(k) for k in keys) for h in hits):
         return ""  # not every entry is about a given value, or every one is about given values only
     fields = " or ".join(f"`{k}`" for k in keys)
     return f" (every entry with one of the values given as its {fields}, not only entries among them)"
