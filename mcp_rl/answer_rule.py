@@ -20,6 +20,9 @@ _KEY_LINE = re.compile(r"^([A-Za-z][\w .()/-]{0,39}?)\s*:(?:\s+(.*))?$")
 # `[FILE] a.txt`, `[DIR] docs`: a tag in brackets, then the entry
 _TAG_LINE = re.compile(r"^\[([A-Za-z][\w -]{0,19})\]\s+(\S.*)$")
 _PATCH_LINE = re.compile(r"^(@@ -\d|\+\+\+ |--- (a/|/dev/null)|diff --git )")
+# a list marker before an entry: markdown bullets, and git's "* " before the current branch ("* main"
+# was offered as a branch's name, 2026-12-05); a "-" glued to a digit is a sign, not a marker
+_BULLET = re.compile(r"^[-*\u2022]\s+(?=\S)")
 _NUMBER = re.compile(r"^-?(0|[1-9]\d{0,15})(\.\d+)?$")
 _MAX_LINE_CHARS = 200
 
@@ -62,7 +65,8 @@ def result_data(text: str) -> Any | None:
     - one entry per line (two or more lines, no blank line between, none longer than 200 characters,
       not a unified diff):
       a list of strings; a first line ending in ":" is a heading, not an entry; when every line is
-      `[TAG] entry`, a list of {"type": TAG, "name": entry}; a CSV or TSV table with a header line, a
+      `[TAG] entry`, a list of {"type": TAG, "name": entry}; a list marker ("- ", "* ", a bullet) before
+      an entry is not part of it; a CSV or TSV table with a header line, a
       list of one dict per row.
     - anything else (one plain line, prose): None; only the whole text answers then."""
     data = result_json(text)
@@ -82,6 +86,7 @@ def result_data(text: str) -> Any | None:
         lines = lines[1:]  # a heading ("Allowed directories:") is not an entry
     if any(_PATCH_LINE.match(ln) for ln in lines):
         return None  # a unified diff's lines are no entries ("+0.1.0" was offered as a file, 2026-12-05)
+    lines = [_BULLET.sub("", ln, count=1) for ln in lines]
     tagged = [_TAG_LINE.match(ln) for ln in lines]
     if lines and all(tagged):
         return [{"type": m.group(1), "name": m.group(2).strip()} for m in tagged if m]

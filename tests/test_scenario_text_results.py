@@ -97,7 +97,16 @@ def test_a_key_value_reply_is_one_record_with_typed_values():
 def test_a_unified_diff_is_no_listing():
     diff = "Diff with 9f1c2ab:\ndiff --git a/VERSION b/VERSION\n--- a/VERSION\n+++ b/VERSION\n@@ -1 +1 @@\n-0.1.0\n+0.2.0"
     assert result_data(diff) is None and extract_facts(diff) == []
-    assert result_data("  feature/charts\n* main") == ["feature/charts", "* main"]  # a listing still is
+    assert result_data("  feature/charts\n* main") == ["feature/charts", "main"]  # a listing still is
+
+
+def test_a_list_marker_is_not_part_of_an_entry():
+    # git marks the current branch with "* "; markdown lists use "- " or "* "; a sign is no marker
+    assert result_data("- milk\n- eggs") == ["milk", "eggs"]
+    assert result_data("\u2022 Oslo\n\u2022 Bergen") == ["Oslo", "Bergen"]
+    assert result_data("-5\n-12") == ["-5", "-12"]
+    facts = _facts_by_answer("  feature/charts\n  fix/rounding\n* main")
+    assert "feature/charts, fix/rounding, main" in facts and not any("*" in a for a in facts)
 
 
 def test_a_plain_listing_gives_a_count_and_its_entries():
