@@ -340,6 +340,31 @@ def test_an_argument_that_changed_nothing_is_not_asked_of_a_question():
     assert not any(["2 weeks ago"] in c.mentions for c in picked)
 
 
+def test_a_fact_two_calls_give_is_asked_through_the_one_with_fewer_given_values():
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import ExploreResult, ExploreStats, Step
+    from scenario_gen.grounded import GroundedWriter
+
+    older = "\nCommit: '9e0c11d4aa'\nAuthor: Ana Lopes <ana@example.org>\nDate: 2025-05-02 10:00:00+01:00\nMessage: 'Init'\n"
+    stamp = "2025-05-10 00:00:00+01:00"
+    steps = [
+        Step(0, "git_log", {"repo_path": "/srv/r"}, CallStatus.OK, GIT_LOG + older),
+        Step(1, "git_log", {"repo_path": "/srv/r", "start_timestamp": stamp}, CallStatus.OK, GIT_LOG),
+        # the same reply for another file: the same field and answer, yet another fact
+        Step(2, "stat", {"path": "/srv/a.txt"}, CallStatus.OK, FILE_INFO),
+        Step(3, "stat", {"path": "/srv/b.txt"}, CallStatus.OK, FILE_INFO),
+    ]
+    explore = ExploreResult(steps, ValuePool(), ExploreStats())
+    picked = GroundedWriter(None, []).candidates(explore, 200)  # type: ignore[arg-type]
+    dated = [c for c in picked if [stamp] in c.mentions]
+    # Marta's message is in both logs: asked without the timestamp; only what the filter changed keeps it
+    marta = [c for c in picked if c.fact.answer == "Fix the tax rounding"]
+    assert marta and all([stamp] not in c.mentions for c in marta)
+    assert dated and {c.fact.answer for c in dated} <= {"2", "Fix the tax rounding, First draft of the report"}
+    perms = [c for c in picked if c.fact.answer == "644"]
+    assert sorted(c.chain[-1].index for c in perms) == [2, 3]
+
+
 def test_a_refused_question_is_kept_as_an_example_of_its_reason():
     """The report shows what the writer offered and why it was refused, not only a count."""
     import anyio
