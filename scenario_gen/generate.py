@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -152,7 +153,18 @@ class _Run:
         """Questions for a page of candidates, each checked by re-running its reference calls."""
         assert self._gw is not None
         self._say(f"writing {len(page)} grounded questions")
-        written = await asyncio.gather(*(self._gw.write(c) for c in page))
+        tally = Counter[str]()
+
+        async def write(c: Any) -> Task | None:
+            assert self._gw is not None
+            task = await self._gw.write(c)
+            tally["done"] += 1
+            tally["usable"] += task is not None
+            if tally["done"] % 5 == 0:  # a page takes 30-60 min on 1 CPU thread: a sign of life
+                self._say(f"grounded questions: {tally['done']} of {len(page)} written, {tally['usable']} usable")
+            return task
+
+        written = await asyncio.gather(*(write(c) for c in page))
         self.report.candidates_grounded += len(page)
         checked = []
         for t in written:

@@ -114,11 +114,11 @@ class FakeTaskWriter:
         return [Completion(text="```json\n" + json.dumps(body) + "\n```")]
 
 
-def _generate(server: str, model, cfg: GenerateConfig, **session_kw):
+def _generate(server: str, model, cfg: GenerateConfig, progress=None, **session_kw):
     async def go():
         spec = ServerSpec.parse(server).with_connection(result_budget=20000, **session_kw)
         async with ServerSession(spec) as s:
-            return await generate_tasks(s, model, cfg)
+            return await generate_tasks(s, model, cfg, progress=progress)
 
     return anyio.run(go)
 
@@ -224,9 +224,14 @@ def test_a_writer_that_only_writes_garbage_ends_cleanly():
 
 def test_grounded_tasks_fill_in_when_the_writer_falls_short():
     fake = FakeTaskWriter(mute=True)
-    tasks, report = _generate(INVENTORY, fake, GenerateConfig(n=10, grounded_share=0.3, max_rounds=2))
+    said: list[str] = []
+    tasks, report = _generate(
+        INVENTORY, fake, GenerateConfig(n=10, grounded_share=0.3, max_rounds=2), lambda msg, _: said.append(msg)
+    )
     assert len(tasks) == 10 and all(t.source == "grounded" for t in tasks)
     assert report.written == 0 and report.grounded == 10
+    # a page of questions takes most of an hour on one thread: the run says how far it is
+    assert any(m.startswith("grounded questions: 5 of ") for m in said)
 
 
 def test_duplicates_and_tool_names_are_removed():
