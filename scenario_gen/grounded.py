@@ -62,7 +62,10 @@ def value_variants(value: Any, short: bool = True) -> list[str]:
         out += [f"{h}:{mm}", f"{h12}:{mm} {suffix}", f"{h12}:{mm}{suffix}"]
         if mm == "00":
             out += [f"{h12} {suffix}", f"{h12}{suffix}", f"{h} o'clock"]
-    return list(dict.fromkeys(x.replace("_", " ") for x in out))
+    # the value as spelled comes first: "/srv/my repo" is no path a solver can use, and a context value
+    # (`scenario_gen.context`) is found in a group by its spelling (2026-12-06: on a repository under
+    # `s_p/`, every git question was refused for leaving out a path it was never shown right)
+    return list(dict.fromkeys(v for x in out for v in (x, x.replace("_", " "))))
 
 
 # Words a question about a field uses. A weak writer sometimes asks for the name when the answer is the

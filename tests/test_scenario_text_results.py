@@ -444,6 +444,17 @@ def test_a_value_nothing_reveals_is_stated_in_every_task():
     assert not writer.problems
     assert task is not None and task.text.endswith("in the repo? (repo path: /srv/repo)")
 
+    # a path with an underscore is still context, and is asked for as it is spelled ("/srv/my_repo",
+    # not "/srv/my repo": 2026-12-06, every git question on such a path was refused for leaving it out)
+    steps = [Step(0, "git_log", {"repo_path": "/srv/my_repo"}, CallStatus.OK, GIT_LOG)]
+    explore = ExploreResult(steps, ValuePool(launch_paths=["/srv/my_repo"]), ExploreStats())
+    writer = GroundedWriter(_Scripted(["Who is the author of the commit 'Fix the tax rounding'?"]), [])
+    picked = writer.candidates(explore, 100)
+    (c,) = [c for c in picked if c.fact.what == "the `author` of the entry with message 'Fix the tax rounding'"]
+    assert c.mentions[-1][0] == "/srv/my_repo"
+    task = anyio.run(writer.write, c)
+    assert task is not None and task.text.endswith("(repo path: /srv/my_repo)"), writer.examples
+
 
 def test_a_written_task_gets_the_context_it_left_out():
     from mcp_rl.task import Task
