@@ -244,21 +244,20 @@ def _fewest_mentions(candidates: list[Candidate]) -> list[Candidate]:
     14:30:00+02:00") that a question had to copy, and most were a fact the unfiltered log gives with
     only the repository to name; the writer mostly failed to copy the stamp."""
 
-    def anchors(c: Candidate) -> set[str]:
-        return {v for group in c.fact.mentions for v in group}
-
-    def given(c: Candidate) -> list[list[str]]:
-        return [g for g in c.mentions if g not in c.fact.mentions]
+    # what each candidate names, read once (the pairwise check below reads it n^2 times)
+    anchors = {id(c): {v for group in c.fact.mentions for v in group} for c in candidates}
+    given = {id(c): [g for g in c.mentions if g not in c.fact.mentions] for c in candidates}
 
     def covers(k: Candidate, c: Candidate) -> bool:  # k, with no more given values, asks what c asks
+        a, b = anchors[id(k)], anchors[id(c)]
         return (
             (_signature(k.fact), k.fact.answer) == (_signature(c.fact), c.fact.answer)
-            and (anchors(k) <= anchors(c) or anchors(c) <= anchors(k))
-            and all(g in given(c) for g in given(k))
+            and (a <= b or b <= a)
+            and all(g in given[id(c)] for g in given[id(k)])
         )
 
     kept: list[Candidate] = []
-    for c in sorted(candidates, key=lambda c: (len(given(c)), len(c.mentions), -len(c.chain))):
+    for c in sorted(candidates, key=lambda c: (len(given[id(c)]), len(c.mentions), -len(c.chain))):
         if not any(covers(k, c) for k in kept):
             kept.append(c)
     return kept
