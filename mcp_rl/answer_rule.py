@@ -22,6 +22,9 @@ _TAG_LINE = re.compile(r"^\[([A-Za-z][\w -]{0,19})\]\s+(\S.*)$")
 _PATCH_LINE = re.compile(r"^(@@ -\d|\+\+\+ |--- (a/|/dev/null)|diff --git )")
 # a list marker before an entry: markdown bullets, and git's "* " before the current branch ("* main"
 # was offered as a branch's name, 2026-12-05); a "-" glued to a digit is a sign, not a marker
+# a unified diff's file header (`--- a/x` over `+++ b/x`) and hunk header (`@@ -5,4 +5,4 @@`)
+_DIFF_HEADER = re.compile(r"^--- \S.*\n\+\+\+ \S", re.MULTILINE)
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _BULLET = re.compile(r"^[-*\u2022]\s+(?=\S)")
 _NUMBER = re.compile(r"^-?(0|[1-9]\d{0,15})(\.\d+)?$")
 _MAX_LINE_CHARS = 200
@@ -68,10 +71,18 @@ def result_data(text: str) -> Any | None:
       `[TAG] entry`, a list of {"type": TAG, "name": entry}; a list marker ("- ", "* ", a bullet) before
       an entry is not part of it; a CSV or TSV table with a header line, a
       list of one dict per row.
+    - a unified diff (`git show`, `git diff`, an edit's preview), whatever precedes it:
+      {"files_changed": [{"file", "added_line_count", "removed_line_count"}, ...]} in the diff's order; a
+      created or deleted file is named by the side that is not /dev/null. (`file`, not `path`: the
+      names are relative to the repository, and a `repo_path` argument given one fails.)
     - anything else (one plain line, prose): None; only the whole text answers then."""
     data = result_json(text)
     if data is not None:
         return data
+    if _DIFF_HEADER.search(text.replace("\r\n", "\n")):
+        files = _diff_files(text.replace("\r\n", "\n").split("\n"))
+        if files:
+            return {"files_changed": files}
     blocks = [b for b in re.split(r"\n[ \t]*\n", text.strip().replace("\r\n", "\n")) if b.strip()]
     parsed = [_key_block(b) for b in blocks]
     if parsed and all(p is not None for p in parsed):
@@ -91,6 +102,46 @@ def result_data(text: str) -> Any | None:
     if lines and all(tagged):
         return [{"type": m.group(1), "name": m.group(2).strip()} for m in tagged if m]
     return _table(lines) or lines or None
+
+
+def _diff_files(lines: list[str]) -> list[dict[str, Any]]:
+    """The files of a unified diff with the lines each adds and removes. A hunk's body is read by the
+    line counts its header gives, so a removed line that reads "--- x" is not taken for a header."""
+    files: list[dict[str, Any]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        hunk = _HUNK.match(line)
+        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            old, new = _diff_path(line[4:]), _diff_path(lines[i + 1][4:])
+            files.append({"file": new or old or "", "added_line_count": 0, "removed_line_count": 0})
+            i += 2
+        elif hunk and files:
+            old_left = int(hunk[1]) if hunk[1] is not None else 1
+            new_left = int(hunk[2]) if hunk[2] is not None else 1
+            i += 1
+            while i < len(lines) and (old_left > 0 or new_left > 0):
+                tag = lines[i][:1]
+                if tag == "+":
+                    files[-1]["added_line_count"] += 1
+                    new_left -= 1
+                elif tag == "-":
+                    files[-1]["removed_line_count"] += 1
+                    old_left -= 1
+                elif tag != "\\":  # "\ No newline at end of file" counts on neither side
+                    old_left, new_left = old_left - 1, new_left - 1
+                i += 1
+        else:
+            i += 1
+    return [f for f in files if f["file"]]
+
+
+def _diff_path(raw: str) -> str | None:
+    """`a/budget/report.py` -> budget/report.py; /dev/null (the side of a created or deleted file) -> None."""
+    path = raw.split("\t")[0].strip()
+    if path == "/dev/null" or not path:
+        return None
+    return path[2:] if path[:2] in ("a/", "b/") else path
 
 
 def _table(lines: list[str]) -> list[dict[str, Any]] | None:

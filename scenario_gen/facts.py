@@ -18,11 +18,11 @@ from typing import Any
 from mcp_rl.answer_rule import format_value, parse_datetime, result_data, transform_value
 from mcp_rl.servers.result_text import EMPTY_RESULT
 from mcp_rl.task import AnswerRule
-from scenario_gen.values import is_id_like
+from scenario_gen.values import ID_VALUE, handle_key, is_id_like, opaque
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DAY_NAMES = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
-_COUNT_KEY = re.compile(r"(count|total|matches|num_|number)", re.IGNORECASE)
+COUNT_KEY = re.compile(r"(count|total|matches|num_|number)", re.IGNORECASE)
 _MAX_ANSWER_CHARS = 80
 _PLACEHOLDER = re.compile(r"\[(resource|image|audio|blob)\b")
 _NOTHING = re.compile(
@@ -32,7 +32,6 @@ _NOTHING = re.compile(
 )
 _MAX_NAMES = 8
 _NAME_KEYS = ("name", "title", "label", "display_name")
-_ID_VALUE = re.compile(r"(?=\S*\d)[\w.:/#-]{3,}")  # one token with a digit: 4c1e9a0b7d, ITM-001
 
 
 @dataclass
@@ -227,7 +226,7 @@ def _list_facts(
     than its length): then neither its length nor its names answer a question about all of them."""
     out: list[Fact] = []
     dicts = [x for x in items if isinstance(x, dict)]
-    name_key = _handle_key(dicts)
+    name_key = handle_key(dicts)
     kinds = _kinds(dicts, name_key) if len(dicts) == len(items) else []
     narrowing = _entry_values(items, kinds)
     if complete:
@@ -294,7 +293,7 @@ def _group_keys(dicts: list[dict[str, Any]], name_key: str | None) -> list[str]:
             for v in values
         ):
             continue
-        if _opaque(dicts, k) or not 2 <= len(set(values)) < len(values) or _crossed(dicts, k):
+        if opaque(dicts, k) or not 2 <= len(set(values)) < len(values) or _crossed(dicts, k):
             continue
         keys.append(k)
     return keys[:_MAX_GROUP_KEYS]
@@ -366,7 +365,7 @@ def _identifying_keys(dicts: list[dict[str, Any]], name_key: str) -> list[str]:
     """Other fields a question must name to pick out one element, when the handle is not a name field
     (`name`, `title`...) nor an id: the short text fields every element has that differ between elements,
     not ids or times, at most two."""
-    if name_key in _NAME_KEYS or all(_ID_VALUE.fullmatch(str(x[name_key])) for x in dicts):
+    if name_key in _NAME_KEYS or all(ID_VALUE.fullmatch(str(x[name_key])) for x in dicts):
         return []  # a name, or an id (a commit hash, a SKU): it picks the element out by itself
     keys = [
         k
@@ -377,32 +376,10 @@ def _identifying_keys(dicts: list[dict[str, Any]], name_key: str) -> list[str]:
             isinstance(x.get(k), str) and 0 < len(x[k]) <= 60 and "\n" not in x[k] and parse_datetime(x[k]) is None
             for x in dicts
         )
-        and not _opaque(dicts, k)  # a hash picks the element out, but no one says it with its message
+        and not opaque(dicts, k)  # a hash picks the element out, but no one says it with its message
         and len({x[k] for x in dicts}) > 1  # the same in every element (`type: relation`) tells none apart
     ]
     return keys[:2]
-
-
-def _opaque(dicts: list[dict[str, Any]], key: str) -> bool:
-    """Every value is one token with a digit (a hash, a SKU) or a time: nothing a person says."""
-    return all(_ID_VALUE.fullmatch(str(x[key])) or parse_datetime(str(x[key])) is not None for x in dicts)
-
-
-def _handle_key(dicts: list[dict[str, Any]]) -> str | None:
-    """The field that names each element of a list: name/title if present, else the first field whose
-    values are distinct short strings (e.g. `category` in a list of category counts)."""
-    if not dicts:
-        return None
-    keys = [k for k in dicts[0] if all(isinstance(x.get(k), str) for x in dicts)]
-    preferred = [k for k in _NAME_KEYS if k in keys]
-    # words before opaque tokens: a commit is asked about by its message, not its 40-digit hash
-    # (measured: git's log gave 57 facts all anchored on hashes; 9 of 43 questions survived)
-    words = [k for k in keys if not is_id_like(k) and not _opaque(dicts, k)]
-    for k in preferred + words + [k for k in keys if not is_id_like(k)] + [k for k in keys if is_id_like(k)]:
-        values = [x[k] for x in dicts]
-        if len(set(values)) == len(values) and all(0 < len(v) <= 60 for v in values):
-            return k
-    return None
 
 
 def extract_facts(
@@ -441,7 +418,7 @@ def extract_facts(
         counts = [
             v
             for k, v in data.items()
-            if _COUNT_KEY.search(k) and isinstance(v, int) and not isinstance(v, bool)
+            if COUNT_KEY.search(k) and isinstance(v, int) and not isinstance(v, bool)
         ]
         for k, v in data.items():
             if isinstance(v, dict):
@@ -483,4 +460,4 @@ def _reach(items: list[Any], given: set[str]) -> str:
 
 def _counts(rule: AnswerRule) -> bool:
     key = next((p for p in reversed(rule.path) if isinstance(p, str)), "")
-    return rule.kind == "count" or bool(_COUNT_KEY.search(key))
+    return rule.kind == "count" or bool(COUNT_KEY.search(key))

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
-from mcp_rl.answer_rule import apply_rule, format_value
+from mcp_rl.answer_rule import apply_rule, format_value, parse_datetime
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
@@ -27,8 +27,9 @@ from mcp_rl.task import MAX_ANSWER, ReferenceCall, Task
 from scenario_gen import writer_prompts
 from scenario_gen.context import server_context, state_context
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
-from scenario_gen.facts import Fact, extract_facts, name_parts
+from scenario_gen.facts import COUNT_KEY, Fact, extract_facts, name_parts
 from scenario_gen.validate import leaked_names, strip_tool_mentions
+from scenario_gen.values import ID_VALUE
 
 
 class QuestionItem(BaseModel):
@@ -113,6 +114,27 @@ def asked_words(fact: Fact) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def field_named(question: str, fact: Fact) -> str | None:
+    """A field name of several words that the question copies as written (`files_changed`,
+    `addedLineCount`): the writer's prompt names the fact by its fields, and "how many entries in the
+    `files_changed` list" is no user's question (2026-12-07, a git probe kept it)."""
+    for key in (p for p in fact.rule.path if isinstance(p, str)):
+        if len(name_parts(key)) > 1 and re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", question, re.IGNORECASE):
+            return key
+    return None
+
+
+def counted(fact: Fact) -> bool:
+    """A whole number in a field named as a count (`added_line_count`, `total`, `num_items`): "what line
+    was removed?" for a count of removed lines = 1 asks for a line, not how many (2026-12-07, a git
+    probe kept it)."""
+    if fact.rule.kind != "field" or fact.rule.transform != "none" or not fact.answer.isdigit():
+        return False
+    key = next((p for p in reversed(fact.rule.path) if isinstance(p, str)), "")
+    return bool(COUNT_KEY.search(key))
+
+
+_NUMBER = re.compile(r"^-?\d+([.,]\d+)?$")
 _BETWEEN = re.compile(r"\b(between|among)\b", re.IGNORECASE)
 """Words that ask only for the entries that join given values, not every entry that touches one."""
 
@@ -290,14 +312,28 @@ class GroundedWriter:
         (each entry of an array argument too: a question about the top of 12, 7 and 19 must give
         them). An id found in an earlier result may be named by what it identifies instead."""
         groups = [list(g) for g in fact.mentions]
-        for k, v in _argument_leaves(step.arguments):
+        for key, v in _argument_leaves(step.arguments):
             # A path no result ever showed (the repository `mcp-server-git` was started on) must be given
             # in full: git's questions said "in the repo" and left the policy no way to find it
             # (2026-12-05: 6 of 13 tasks of a git set). A listed path can be found again by its last part.
             group = value_variants(v, short=v in shown)
-            for seen in explore.pool.candidates(k) + explore.pool.by_key.get("id", []):
-                if seen.value == v and seen.context_name and seen.step in step.sources:
-                    group.append(seen.context_name)
+            # An id may be named by what it identifies (not when that is the answer asked for). An
+            # opaque token (a hash) is found by value whatever key it was seen under (a `revision` or
+            # `contains` argument is the `commit` of a log entry, named by its message) and its name
+            # is offered first, since no one says a hash; other values only under their own key (a
+            # price or a count found by value would be "named" by whatever item showed it).
+            opaque_value = isinstance(v, str) and bool(ID_VALUE.fullmatch(v)) and not _NUMBER.match(v)
+            opaque_value = opaque_value and parse_datetime(v) is None
+            seen_as = (
+                [s for values in explore.pool.by_key.values() for s in values]
+                if opaque_value else explore.pool.candidates(key) + explore.pool.by_key.get("id", [])
+            )  # fmt: skip
+            names = [
+                s.context_name for s in seen_as
+                if s.value == v and s.context_name and s.step in step.sources
+                and s.context_name.lower() != fact.answer.lower()
+            ]  # fmt: skip
+            group = names + group if opaque_value else group + names
             group = list(dict.fromkeys(group))
             if group not in groups:
                 groups.append(group)
@@ -375,9 +411,13 @@ class GroundedWriter:
                 return "the question contains its own answer"
             if _META.search(q):
                 return "the question talks about steps or results (data, lookups, an assistant); ask as a user would"
+            if field := field_named(q, c.fact):
+                return f"the question talks about steps or results (the field name {field!r}); ask as a user would"
             words = asked_words(c.fact)
             if words and not any(w in q.lower() for w in words):
                 return f"the question must ask for {c.fact.what} (use a word like {words[0]!r})"
+            if counted(c.fact) and not any(w in q.lower() for w in _KIND_ASKS["count"]):
+                return f"the question must ask how many: {c.fact.what} is a number of things"
             asks = _without_values(q, c.mentions)  # '/srv/files/trips' names no kind of entry
             if c.fact.of_kind and not any(_has_word(asks, w) for w in c.fact.of_kind):
                 return f"the question must ask for {c.fact.what} (use a word like {c.fact.of_kind[-1]!r})"

@@ -94,10 +94,80 @@ def test_a_key_value_reply_is_one_record_with_typed_values():
     assert apply_rule(AnswerRule(kind="field", path=["free_space"]), ["Free space: 12.5"]) == "12.5"
 
 
-def test_a_unified_diff_is_no_listing():
+GIT_SHOW = (  # a commit as `git show` prints it: header, message, then the patch
+    "commit 9f1c2ab\nAuthor: Marta Silva <marta@example.org>\nDate:   2025-05-14 16:05:00 +0100\n\n"
+    "    Fix the tax rounding\n\n"
+    "--- a/report/tax.py\n+++ b/report/tax.py\n@@ -3,3 +3,3 @@ def tax(x):\n     rate = 0.2\n"
+    "--- return x * rate\n+    return round(x * rate, 2)\n \n"
+    "--- /dev/null\n+++ b/NOTES\n@@ -0,0 +1,2 @@\n+rounding fixed\n+see tax.py\n"
+    "\\ No newline at end of file\n"
+)
+
+
+def test_a_unified_diff_reads_as_the_files_it_changes():
+    # the hunk body is read by its header's line counts: the removed line "--- return ..." is no
+    # file header, and a created file goes by the name that is not /dev/null
+    assert result_data(GIT_SHOW) == {
+        "files_changed": [
+            {"file": "report/tax.py", "added_line_count": 1, "removed_line_count": 1},
+            {"file": "NOTES", "added_line_count": 2, "removed_line_count": 0},
+        ]
+    }
+    assert _facts_by_answer(GIT_SHOW)["report/tax.py, NOTES"].rule.kind == "names"
+    facts = extract_facts(GIT_SHOW)
+    assert any(f.rule.kind == "count" and f.answer == "2" for f in facts)
+    assert any(f.rule.path[-1] == "added_line_count" and f.mentions == [["NOTES"]] and f.answer == "2" for f in facts)
+    # a diff's lines are still no listing ("+0.1.0" was once offered as a file's name)
     diff = "Diff with 9f1c2ab:\ndiff --git a/VERSION b/VERSION\n--- a/VERSION\n+++ b/VERSION\n@@ -1 +1 @@\n-0.1.0\n+0.2.0"
-    assert result_data(diff) is None and extract_facts(diff) == []
+    assert result_data(diff) == {"files_changed": [{"file": "VERSION", "added_line_count": 1, "removed_line_count": 1}]}
+    assert "0.2.0" not in _facts_by_answer(diff) and "+0.2.0" not in _facts_by_answer(diff)
     assert result_data("  feature/charts\n* main") == ["feature/charts", "main"]  # a listing still is
+
+
+def test_a_number_of_things_must_be_asked_as_how_many():
+    from scenario_gen.grounded import counted
+
+    added = lambda f: f.rule.path[-1] == "added_line_count"  # noqa: E731
+    assert counted(next(f for f in extract_facts(GIT_SHOW) if added(f)))
+    assert not any(counted(f) for f in extract_facts(FILE_INFO))  # a size, permissions: no count
+    args = {"revision": "9f1c2ab"}
+    asked = ["What line was added to NOTES in commit 9f1c2ab?"] * 3
+    task, problems = write(GIT_SHOW, args, lambda f: added(f) and f.answer == "2", asked)
+    assert task is None and sum(problems.values()) == 1
+    task, _ = write(GIT_SHOW, args, lambda f: added(f) and f.answer == "2", [asked[0], "How many lines did commit 9f1c2ab add to NOTES?"])
+    assert task is not None and task.reference_answer == "2"
+    # nor may it copy a field's name: no user asks for "entries in the `files_changed` list"
+    is_count = lambda f: f.rule.kind == "count"  # noqa: E731
+    copied = ["How many entries are in the `files_changed` list of commit 9f1c2ab?"] * 3
+    assert write(GIT_SHOW, args, is_count, copied)[0] is None
+    task, _ = write(GIT_SHOW, args, is_count, [copied[0], "How many files did commit 9f1c2ab change?"])
+    assert task is not None and task.reference_answer == "2"
+
+
+def test_an_id_of_an_entry_with_no_name_may_be_named_by_the_entry_s_handle():
+    """A commit has no name field: its hash is offered as "the commit 'Fix the tax rounding'", first,
+    so a question can say what a person says and the solver must look the hash up."""
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import ExploreResult, ExploreStats, Step
+    from scenario_gen.grounded import GroundedWriter
+
+    # one author made two of the commits: the message is what tells them apart
+    log = GIT_LOG + "\nCommit: '77ab01c3e9'\nAuthor: Marta Silva <marta@example.org>\nDate: 2025-05-10 11:00:00+01:00\nMessage: 'Start'\n"
+    pool = ValuePool()
+    pool.add_result(result_data(log), 0, {"repo_path": "/srv/repo"})
+    assert {(v.value, v.context_name) for v in pool.candidates("commit")} == {
+        ("4c1e9a0b7d", "Fix the tax rounding"),
+        ("0d77f3e215", "First draft of the report"),
+        ("77ab01c3e9", "Start"),
+    }
+    steps = [
+        Step(0, "git_log", {"repo_path": "/srv/repo"}, CallStatus.OK, log),
+        Step(1, "git_show", {"repo_path": "/srv/repo", "revision": "4c1e9a0b7d"}, CallStatus.OK, GIT_SHOW, [0]),
+    ]
+    picked = GroundedWriter(None, []).candidates(ExploreResult(steps, pool, ExploreStats()), 100)  # type: ignore[arg-type]
+    shows = [c for c in picked if c.chain[-1].index == 1]
+    assert shows and all(["Fix the tax rounding", "4c1e9a0b7d"] in c.mentions for c in shows)
+    assert all(len(c.chain) == 2 for c in shows)  # the log that found the hash comes with it
 
 
 def test_a_list_marker_is_not_part_of_an_entry():
