@@ -322,7 +322,8 @@ class GroundedWriter:
             # `contains` argument is the `commit` of a log entry, named by its message) and its name
             # is offered first, since no one says a hash; other values only under their own key (a
             # price or a count found by value would be "named" by whatever item showed it).
-            opaque_value = isinstance(v, str) and bool(ID_VALUE.fullmatch(v)) and not _NUMBER.match(v)
+            # (a path is no token: `/srv/c2/trips` has a digit but is said as it is, or as `trips`)
+            opaque_value = isinstance(v, str) and bool(ID_VALUE.fullmatch(v)) and "/" not in v and not _NUMBER.match(v)
             opaque_value = opaque_value and parse_datetime(v) is None
             seen_as = (
                 [s for values in explore.pool.by_key.values() for s in values]

@@ -479,6 +479,12 @@ def test_a_path_no_result_showed_must_be_given_in_full():
     by_step = {c.chain[-1].index: c.mentions for c in picked}
     assert ["/srv/repo"] in by_step[0] and ["/srv/repo", "repo"] not in by_step[0]
     assert ["/srv/files/budget.csv", "budget.csv"] in by_step[2]
+    # a digit in a path does not make it an opaque token whose name is offered first
+    steps[2] = Step(2, "get_file_info", {"path": "/srv/files/2026.csv"}, CallStatus.OK, FILE_INFO, [1])
+    pool.add_result(result_data("[FILE] 2026.csv\n[DIR] drafts"), 1, {"path": "/srv/files"})
+    picked = GroundedWriter(None, []).candidates(ExploreResult(steps, pool, ExploreStats()), 100)  # type: ignore[arg-type]
+    groups = {c.chain[-1].index: c.mentions for c in picked}[2]
+    assert any(g[0] == "/srv/files/2026.csv" for g in groups)
 
 
 def test_a_value_nothing_reveals_is_stated_in_every_task():
