@@ -61,6 +61,7 @@ async def _solve_rates(
     judge: ChatModel,
     max_turns: int,
     on_episode: Callable[[Trajectory], None] | None = None,
+    on_graded: Callable[[], None] | None = None,
 ) -> list[float | None]:
     from judges.success import decide_success
     from mcp_rl.rollout.loop import RolloutConfig, run_tasks
@@ -77,7 +78,11 @@ async def _solve_rates(
         if task.answer_depends_on_state and task.reference_calls:
             outcome = await verify(pool.first, task)
             reference = outcome.fresh_answer or reference
-        outcomes = [_outcome(await decide_success(t, task, judge, references=[reference]), t) for t in trajs]
+        outcomes = []
+        for t in trajs:
+            outcomes.append(_outcome(await decide_success(t, task, judge, references=[reference]), t))
+            if on_graded is not None:
+                on_graded()
         known = [v for v in outcomes if v is not None]
         rates.append(sum(known) / len(known) if known else None)
     return rates
@@ -168,15 +173,25 @@ async def check_solvability(
     if say is not None:
         say(f"solvability: attempting {len(tried)} tasks ({total} attempts)")
 
+    graded = 0
+
     def attempted(_traj: Trajectory) -> None:
         nonlocal done
         done += 1
         if say is not None:
             say(f"solvability: {done} of {total} attempts done")
 
-    rates = await _solve_rates(checker, pool, tried, attempts, checker, max_turns, attempted)
+    def judged() -> None:
+        # grading is one or two more model calls per attempt: 30 silent minutes after "24 of 24
+        # attempts done" in a filesystem generation (2026-12-07, three generations on 2 cores)
+        nonlocal graded
+        graded += 1
+        if say is not None:
+            say(f"solvability: {graded} of {total} attempts graded")
+
+    rates = await _solve_rates(checker, pool, tried, attempts, checker, max_turns, attempted, judged)
     policy_rates = (
-        await _solve_rates(policy, pool, tried, attempts, checker, max_turns, attempted)
+        await _solve_rates(policy, pool, tried, attempts, checker, max_turns, attempted, judged)
         if policy is not None
         else None
     )

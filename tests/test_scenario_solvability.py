@@ -136,12 +136,15 @@ def test_generate_reports_the_tasks_no_attempt_solved():
     said: list[str] = []
     tasks, report = anyio.run(go)
     assert tasks and all(t.source == "grounded" for t in tasks)
-    # the pass says how far it is, one line per attempt (it was silent for 20-40 minutes on git)
+    # the pass says how far it is, one line per attempt and one per grade (it was silent for 20-40
+    # minutes on git, then 30 more while grading on the filesystem server)
     at = said.index("solvability pass")
-    assert said[at + 1 : at + 4] == [
+    assert said[at + 1 : at + 6] == [
         "solvability: attempting 2 tasks (2 attempts)",
         "solvability: 1 of 2 attempts done",
         "solvability: 2 of 2 attempts done",
+        "solvability: 1 of 2 attempts graded",
+        "solvability: 2 of 2 attempts graded",
     ]
     assert report.dropped["no attempt solved it"] == 2
     assert len(report.drop_examples["no attempt solved it"]) == 2
