@@ -139,7 +139,7 @@ _BETWEEN = re.compile(r"\b(between|among)\b", re.IGNORECASE)
 """Words that ask only for the entries that join given values, not every entry that touches one."""
 
 _META = re.compile(
-    r"\b(step \d|data \d|the (last |previous |first )?(result|output|response)|json|the (tool|function)|field|"
+    r"\b(step \d|data \d|the (last |previous |first )?(result|output|response)|(?<!\.)json|the (tool|function)|field|"
     r"assistant|looked up|lookups?|the service|recorded|(the )?(given|above|provided|following) (list|data|output)|"
     r"the list above)\b",
     re.IGNORECASE,
@@ -410,7 +410,9 @@ class GroundedWriter:
                 return "the question must mention " + " and ".join(repr(m) for m in missing)
             if gives_answer_away(q, c.fact.answer, c.mentions):
                 return "the question contains its own answer"
-            if _META.search(q):
+            # on the question's own words: a file named `contacts.json` or a folder `results` is no talk
+            # about the data (17 filesystem questions were refused for ".json", 2026-12-07)
+            if _META.search(_without_values(q, c.mentions, quoted=False)):
                 return "the question talks about steps or results (data, lookups, an assistant); ask as a user would"
             if field := field_named(q, c.fact):
                 return f"the question talks about steps or results (the field name {field!r}); ask as a user would"

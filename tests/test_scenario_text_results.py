@@ -600,3 +600,13 @@ def test_a_count_of_entries_that_touch_any_given_value_may_not_ask_for_those_bet
     inside = json.dumps({"relations": json.loads(GRAPH)["relations"] + [opened["relations"][0]]})
     fact = next(f for f in extract_facts(inside, args) if f.rule.kind == "count")
     assert not fact.reaches and fact.what == "how many entries in `relations`"
+
+
+def test_a_file_name_with_json_in_it_is_no_talk_about_the_data():
+    # 17 filesystem questions were refused for naming `contacts.json` (2026-12-07)
+    path = {"path": "/srv/files/contacts.json"}
+    size = lambda f: f.rule.path == ["size"]  # noqa: E731
+    task, _ = write(FILE_INFO, path, size, ["What is the size of the file /srv/files/contacts.json?"])
+    assert task is not None and task.reference_answer == "2048"
+    task, problems = write(FILE_INFO, path, size, ["What size does the JSON give for /srv/files/contacts.json?"] * 3)
+    assert task is None and list(problems) == ["question rejected (talked about the data, not as a user)"]
