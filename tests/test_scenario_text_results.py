@@ -610,3 +610,34 @@ def test_a_file_name_with_json_in_it_is_no_talk_about_the_data():
     assert task is not None and task.reference_answer == "2048"
     task, problems = write(FILE_INFO, path, size, ["What size does the JSON give for /srv/files/contacts.json?"] * 3)
     assert task is None and list(problems) == ["question rejected (talked about the data, not as a user)"]
+
+
+TWO_LISTS = json.dumps(  # a knowledge graph as the memory server returns it: two lists
+    {
+        "entities": [
+            {"name": "Ines", "entityType": "person", "observations": ["pharmacist"]},
+            {"name": "Paul", "entityType": "person", "observations": ["teacher"]},
+            {"name": "Lycee Ampere", "entityType": "organization", "observations": ["a school"]},
+        ],
+        "relations": [
+            {"from": "Ines", "to": "Paul", "relationType": "married to"},
+            {"from": "Paul", "to": "Lycee Ampere", "relationType": "works at"},
+            {"from": "Ines", "to": "Lycee Ampere", "relationType": "works at"},
+        ],
+    }
+)
+
+
+def test_a_count_of_one_list_is_not_asked_in_the_words_of_another():
+    """"How many people are married?" counts people (2), not `married to` relations (1): measured on
+    the memory graph, 2 of 20 tasks read by hand were wrong this way (2026-12-07)."""
+    works = lambda f: f.rule.kind == "count" and (f.rule.where or {}).get("equals") == "works at"  # noqa: E731
+    task, problems = write(TWO_LISTS, {}, works, ["How many people work at an organization?"] * 3)
+    assert task is None and list(problems) == ["question rejected (asked for something else)"]
+    task, _ = write(TWO_LISTS, {}, works, ["How many 'works at' relations are there?"])
+    assert task is not None and task.reference_answer == "2"
+    # a count of entities may not be asked as one of relations, and a list alone has no such rule
+    people = lambda f: f.rule.kind == "count" and f.rule.path == ["entities"] and f.rule.where is not None  # noqa: E731
+    assert write(TWO_LISTS, {}, people, ["How many person relations are there?"] * 3)[0] is None
+    assert write(TWO_LISTS, {}, people, ["How many people are in the graph?"])[0].reference_answer == "2"
+    assert all(not f.avoid for f in extract_facts(CITIES))
