@@ -435,6 +435,30 @@ def test_a_fact_two_calls_give_is_asked_through_the_one_with_fewer_given_values(
     assert sorted(c.chain[-1].index for c in perms) == [2, 3]
 
 
+def test_across_tools_a_fact_is_asked_through_the_call_with_fewer_given_values():
+    """The memory graph's `open_nodes` on six names returns what `read_graph` returns with none: a
+    question about them must not have to name all six (2026-12-07). Two tools reading the
+    same fact from the same values both stay."""
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import ExploreResult, ExploreStats, Step
+    from scenario_gen.grounded import GroundedWriter
+
+    names = ["Ines", "Paul", "Lycee Ampere"]
+    steps = [
+        Step(0, "read_graph", {}, CallStatus.OK, TWO_LISTS),
+        Step(1, "open_nodes", {"names": names}, CallStatus.OK, TWO_LISTS),
+        Step(2, "stat", {"path": "/srv/a.txt"}, CallStatus.OK, FILE_INFO),
+        Step(3, "info", {"path": "/srv/a.txt"}, CallStatus.OK, FILE_INFO),
+    ]
+    explore = ExploreResult(steps, ValuePool(), ExploreStats())
+    picked = GroundedWriter(None, []).candidates(explore, 200)  # type: ignore[arg-type]
+    people = [c for c in picked if (c.fact.rule.where or {}).get("equals") == "person"]
+    assert people and all(c.chain[-1].tool == "read_graph" for c in people)
+    assert not any(c.chain[-1].tool == "open_nodes" for c in picked)  # each of its facts needs the six
+    perms = [c for c in picked if c.fact.answer == "644"]
+    assert sorted(c.chain[-1].tool for c in perms) == ["info", "stat"]
+
+
 def test_a_refused_question_is_kept_as_an_example_of_its_reason():
     """The report shows what the writer offered and why it was refused, not only a count."""
     import anyio
