@@ -62,6 +62,10 @@ class Fact:
     """For a count of a list whose every entry holds a value the call was given, and some entries other
     values too (the relations that touch any of three people): a question may not ask for the entries
     between the given values only."""
+    compares: str = ""
+    """For a fact of a diff the call made against a value it was given ("Diff with 8edfb38:", the
+    changes between that commit and now): that value. A question must ask it as a comparison; asked
+    as the commit's own changes it has another answer (6 of 20 git tasks read, 2026-12-07)."""
 
 
 _FILLER_WORDS = {"is", "has", "the", "of", "a", "an"}
@@ -427,6 +431,11 @@ def extract_facts(
                 complete = all(c == len(v) for c in counts)
                 facts += _list_facts(v, [k], f" in `{k}`", arg_values, near_today, complete, near_now)
         _not_in_other_lists_words(data, facts)
+        if "files_changed" in data and (against := _compared_with(result_text, arguments or {})):
+            for f in facts:
+                if f.rule.path and f.rule.path[0] == "files_changed":
+                    f.compares = against
+                    f.what += f" (the changes between '{against}' and now, not that one commit's own)"
     given = _given_values(arguments or {})
     for f in facts:
         f.dated = f.dated or near_now
@@ -435,6 +444,19 @@ def extract_facts(
             reach = _reach(items, given) if isinstance(items, list) else ""
             f.what, f.reaches = f.what + reach, bool(reach)
     return [f for f in facts if not (f.answer in given_lengths and _counts(f.rule))]
+
+
+_COMPARING = re.compile(r"\b(with|between|against|since|vs\.?|versus|and)\b", re.IGNORECASE)
+
+
+def _compared_with(text: str, arguments: dict[str, Any]) -> str:
+    """The given value a diff was made against, when its first line says so ("Diff with 8edfb38:",
+    "Changes between v1 and HEAD"); "" for a diff of one change (git's `show` opens "commit 8edfb38")."""
+    first = text.strip().split("\n", 1)[0]
+    if not _COMPARING.search(first):
+        return ""
+    given = [str(v) for v in arguments.values() if isinstance(v, str | int) and len(str(v)) >= 3]
+    return next((v for v in given if v in first), "")
 
 
 _KIND_FIELD = re.compile(r"(type|kind|category|class)$", re.IGNORECASE)  # entityType, type, category

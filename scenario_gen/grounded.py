@@ -29,7 +29,7 @@ from scenario_gen.context import server_context, state_context
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
 from scenario_gen.facts import COUNT_KEY, Fact, extract_facts, name_parts
 from scenario_gen.validate import leaked_names, strip_tool_mentions
-from scenario_gen.values import ID_VALUE
+from scenario_gen.values import ID_VALUE, TIME_PARAM
 
 
 class QuestionItem(BaseModel):
@@ -135,6 +135,28 @@ def counted(fact: Fact) -> bool:
 
 
 _NUMBER = re.compile(r"^-?\d+([.,]\d+)?$")
+_COMPARISON = re.compile(r"\b(since|between|compared?|comparing|comparison|differ(s|ence|ences)?|relative to)\b", re.I)
+# a range filter's side, read off its parameter's name, and the words that ask for the other side
+_UP_TO = re.compile(r"(^|_)(end|until|before|max|latest|to)(_|$)", re.IGNORECASE)
+_FROM = re.compile(r"(^|_)(start|since|after|min|earliest|from)(_|$)", re.IGNORECASE)
+_AFTER_WORDS = re.compile(r"\b(after|since|later than|newer than)\b", re.IGNORECASE)
+_BEFORE_WORDS = re.compile(r"\b(before|until|till|up to|earlier than|older than|prior to)\b", re.IGNORECASE)
+
+
+def _backwards(asks: str, arguments: dict[str, Any]) -> str:
+    """A range filter asked the other way: the log up to a date (`end_timestamp`) asked as "after"
+    it, 2 of 20 git tasks read (2026-12-07). Returns the filter, or ""."""
+    for key, value in arguments.items():
+        # time filters only: `to`/`from` of a conversion and `max_count` of a log have no direction
+        if not TIME_PARAM.search(key) or not isinstance(value, str | int | float) or isinstance(value, bool):
+            continue
+        if _UP_TO.search(key) and not _FROM.search(key) and _AFTER_WORDS.search(asks):
+            return f"{key}={value}: up to it"
+        if _FROM.search(key) and not _UP_TO.search(key) and _BEFORE_WORDS.search(asks):
+            return f"{key}={value}: from it on"
+    return ""
+
+
 _BETWEEN = re.compile(r"\b(between|among)\b", re.IGNORECASE)
 """Words that ask only for the entries that join given values, not every entry that touches one."""
 
@@ -439,6 +461,10 @@ class GroundedWriter:
                 return f"the question must ask for {c.fact.what}, all of them, not only those of {some[0]!r}"
             if c.fact.reaches and _BETWEEN.search(asks):
                 return f"the question must ask for {c.fact.what}"
+            if c.fact.compares and not _COMPARISON.search(asks):
+                return f"the question must ask for {c.fact.what} (a comparison: use a word like 'since')"
+            if wrong := _backwards(asks, c.chain[-1].arguments):
+                return f"the question must ask for {c.fact.what} in the filter's direction ({wrong})"
             named = [kind[0] for kind in c.fact.kinds if any(_has_word(asks, w) for w in kind)]
             if named and len(named) < len(c.fact.kinds):
                 every = " and ".join(kind[0] for kind in c.fact.kinds)

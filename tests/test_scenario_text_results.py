@@ -665,3 +665,25 @@ def test_a_count_of_one_list_is_not_asked_in_the_words_of_another():
     assert write(TWO_LISTS, {}, people, ["How many person relations are there?"] * 3)[0] is None
     assert write(TWO_LISTS, {}, people, ["How many people are in the graph?"])[0].reference_answer == "2"
     assert all(not f.avoid for f in extract_facts(CITIES))
+
+
+def test_a_comparison_diff_is_asked_as_a_comparison_and_a_filter_keeps_its_direction():
+    """`git_diff` against a commit shows the changes between it and now; asked as the commit's own
+    changes, and a log up to a date asked as "after" it, 8 of 20 git tasks were wrong (2026-12-07)."""
+    diff = "Diff with 9f1c2ab:\n--- a/VERSION\n+++ b/VERSION\n@@ -1 +1 @@\n-0.1.0\n+0.2.0\n--- /dev/null\n+++ b/NEWS\n@@ -0,0 +1 @@\n+0.2.0\n"
+    args = {"target": "9f1c2ab"}
+    count = lambda f: f.rule.kind == "count"  # noqa: E731
+    assert next(f for f in extract_facts(diff, args) if count(f)).compares == "9f1c2ab"
+    assert not any(f.compares for f in extract_facts(GIT_SHOW, {"revision": "9f1c2ab"}))  # one commit's own
+    own = ["How many files did commit 9f1c2ab change?"] * 3
+    assert write(diff, args, count, own)[0] is None
+    task, _ = write(diff, args, count, [own[0], "How many files have changed since commit 9f1c2ab?"])
+    assert task is not None and task.reference_answer == "2"
+
+    until = {"repo_path": "/srv/repo", "end_timestamp": "2025-05-13 00:00:00+01:00"}
+    one = lambda f: f.rule.kind == "count" and f.rule.where is None  # noqa: E731
+    after = [f"How many commits were made in /srv/repo after {until['end_timestamp']}?"] * 3
+    task, problems = write(GIT_LOG, until, one, after)
+    assert task is None and list(problems) == ["question rejected (asked for something else)"]
+    before = f"How many commits were made in /srv/repo before {until['end_timestamp']}?"
+    assert write(GIT_LOG, until, one, [after[0], before])[0] is not None
