@@ -20,11 +20,11 @@ _KEY_LINE = re.compile(r"^([A-Za-z][\w .()/-]{0,39}?)\s*:(?:\s+(.*))?$")
 # `[FILE] a.txt`, `[DIR] docs`: a tag in brackets, then the entry
 _TAG_LINE = re.compile(r"^\[([A-Za-z][\w -]{0,19})\]\s+(\S.*)$")
 _PATCH_LINE = re.compile(r"^(@@ -\d|\+\+\+ |--- (a/|/dev/null)|diff --git )")
-# a list marker before an entry: markdown bullets, and git's "* " before the current branch ("* main"
-# was offered as a branch's name, 2026-12-05); a "-" glued to a digit is a sign, not a marker
 # a unified diff's file header (`--- a/x` over `+++ b/x`) and hunk header (`@@ -5,4 +5,4 @@`)
 _DIFF_HEADER = re.compile(r"^--- \S.*\n\+\+\+ \S", re.MULTILINE)
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+# a list marker before an entry: markdown bullets, and git's "* " before the current branch ("* main"
+# was offered as a branch's name, 2026-12-05); a "-" glued to a digit is a sign, not a marker
 _BULLET = re.compile(r"^[-*\u2022]\s+(?=\S)")
 _NUMBER = re.compile(r"^-?(0|[1-9]\d{0,15})(\.\d+)?$")
 _MAX_LINE_CHARS = 200

@@ -435,7 +435,7 @@ def extract_facts(
             for f in facts:
                 if f.rule.path and f.rule.path[0] == "files_changed":
                     f.compares = against
-                    f.what += f" (the changes between '{against}' and now, not that one commit's own)"
+                    f.what += f" (the changes between '{against}' and now, not those made in '{against}' alone)"
     given = _given_values(arguments or {})
     for f in facts:
         f.dated = f.dated or near_now
