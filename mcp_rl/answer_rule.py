@@ -28,6 +28,8 @@ _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _BULLET = re.compile(r"^[-*\u2022]\s+(?=\S)")
 _NUMBER = re.compile(r"^-?(0|[1-9]\d{0,15})(\.\d+)?$")
 _MAX_LINE_CHARS = 200
+DIFF_KEY = "files_changed"
+"""Where `result_data` puts the files a unified diff changes."""
 
 
 def result_json(text: str) -> Any | None:
@@ -82,7 +84,7 @@ def result_data(text: str) -> Any | None:
     if _DIFF_HEADER.search(text.replace("\r\n", "\n")):
         files = _diff_files(text.replace("\r\n", "\n").split("\n"))
         if files:
-            return {"files_changed": files}
+            return {DIFF_KEY: files}
     blocks = [b for b in re.split(r"\n[ \t]*\n", text.strip().replace("\r\n", "\n")) if b.strip()]
     parsed = [_key_block(b) for b in blocks]
     if parsed and all(p is not None for p in parsed):

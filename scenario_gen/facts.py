@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mcp_rl.answer_rule import format_value, parse_datetime, result_data, transform_value
+from mcp_rl.answer_rule import DIFF_KEY, format_value, parse_datetime, result_data, transform_value
 from mcp_rl.servers.result_text import EMPTY_RESULT
 from mcp_rl.task import AnswerRule
 from scenario_gen.values import ID_VALUE, handle_key, is_id_like, opaque
@@ -431,9 +431,9 @@ def extract_facts(
                 complete = all(c == len(v) for c in counts)
                 facts += _list_facts(v, [k], f" in `{k}`", arg_values, near_today, complete, near_now)
         _not_in_other_lists_words(data, facts)
-        if "files_changed" in data and (against := _compared_with(result_text, arguments or {})):
+        if DIFF_KEY in data and (against := _compared_with(result_text, arguments or {})):
             for f in facts:
-                if f.rule.path and f.rule.path[0] == "files_changed":
+                if f.rule.path and f.rule.path[0] == DIFF_KEY:
                     f.compares = against
                     f.what += f" (the changes between '{against}' and now, not those made in '{against}' alone)"
     given = _given_values(arguments or {})
