@@ -387,13 +387,17 @@ def _identifying_keys(dicts: list[dict[str, Any]], name_key: str) -> list[str]:
 
 
 def extract_facts(
-    result_text: str, arguments: dict[str, Any] | None = None, now: datetime | None = None
+    result_text: str,
+    arguments: dict[str, Any] | None = None,
+    now: datetime | None = None,
+    known_kinds: dict[str, set[str]] | None = None,
 ) -> list[Fact]:
     """Every answer a question could have, read from one result (call_index -1 in the rule).
 
     The result is read through `result_data`, so plain-text replies (a listing, `Key: value` records)
     give the same kinds of facts as JSON. A count that only repeats the length of a list the call was
-    given (the `count` of `describe(numbers=[...])`) is no question."""
+    given (the `count` of `describe(numbers=[...])`) is no question. `known_kinds`: the kinds each
+    list held anywhere in the exploration (`list_kinds`), words a count of another list avoids."""
     arg_values = {format_value(v).lower() for v in (arguments or {}).values() if _scalar(v)}
     given_lengths = {str(len(v)) for v in (arguments or {}).values() if isinstance(v, list)}
     data = result_data(result_text)
@@ -430,7 +434,7 @@ def extract_facts(
             elif isinstance(v, list) and v:
                 complete = all(c == len(v) for c in counts)
                 facts += _list_facts(v, [k], f" in `{k}`", arg_values, near_today, complete, near_now)
-        _not_in_other_lists_words(data, facts)
+        _not_in_other_lists_words(data, facts, known_kinds or {})
         if DIFF_KEY in data and (against := _compared_with(result_text, arguments or {})):
             for f in facts:
                 if f.rule.path and f.rule.path[0] == DIFF_KEY:
@@ -462,24 +466,37 @@ def _compared_with(text: str, arguments: dict[str, Any]) -> str:
 _KIND_FIELD = re.compile(r"(type|kind|category|class)$", re.IGNORECASE)  # entityType, type, category
 
 
-def _not_in_other_lists_words(data: dict[str, Any], facts: list[Fact]) -> None:
-    """A result holding several lists (a graph's `entities` and `relations`): a count of one list's
-    entries may not be asked in the words of another's: its name, or the one-word kinds of its
-    entries. Measured 2026-12-07 on the memory graph: "How many people are married to anyone?" -> 1
-    (the `married to` relations) and "How many organizations are associated with 'Pharmacie du
-    Parc'?" -> 1 (its relations), 2 of 20 tasks read by hand, both wrong."""
-    lists = {k: v for k, v in data.items() if isinstance(v, list) and v}
-    if len(lists) < 2:
-        return
-    words: dict[str, list[str]] = {}
-    for k, items in lists.items():
-        singular = re.sub(r"ies$", "y", k) if k.endswith("ies") else re.sub(r"(?<!s)s$", "", k)
-        kinds = {
+def list_kinds(data: Any) -> dict[str, set[str]]:
+    """Per list of a result, the one-word kinds its entries hold (`entityType: person`)."""
+    if not isinstance(data, dict):
+        return {}
+    return {
+        k: {
             v.lower()
             for x in items if isinstance(x, dict)
             for key, v in x.items()
             if _KIND_FIELD.search(key) and isinstance(v, str) and re.fullmatch(r"[A-Za-z]{3,20}", v)
-        }  # fmt: skip
+        }
+        for k, items in data.items() if isinstance(items, list)
+    }  # fmt: skip
+
+
+def _not_in_other_lists_words(data: dict[str, Any], facts: list[Fact], known: dict[str, set[str]]) -> None:
+    """A result holding several lists (a graph's `entities` and `relations`): a count of one list's
+    entries may not be asked in the words of another's: its name, or the one-word kinds of its
+    entries, in this result or anywhere `known` saw that list. Measured 2026-12-07 on the memory
+    graph: "How many people are married to anyone?" -> 1 (the `married to` relations) and "How many
+    organizations are associated with 'Pharmacie du Parc'?" -> 1 (its relations), 2 of 20 tasks read
+    by hand, both wrong; and, with only this result's kinds, "How many organizations are related to
+    the Porto trip?" -> 1 (its one relation, to a person: no organization was in that result)."""
+    lists = {k: v for k, v in data.items() if isinstance(v, list) and v}
+    if len(lists) < 2:
+        return
+    here = list_kinds(data)
+    words: dict[str, list[str]] = {}
+    for k in lists:
+        singular = re.sub(r"ies$", "y", k) if k.endswith("ies") else re.sub(r"(?<!s)s$", "", k)
+        kinds = here.get(k, set()) | known.get(k, set())
         words[k] = word_forms(singular) + [w for kind in sorted(kinds) for w in word_forms(kind)]
     for f in facts:
         if f.rule.kind == "count" and f.rule.path and f.rule.path[0] in lists:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
-from mcp_rl.answer_rule import apply_rule, format_value, parse_datetime
+from mcp_rl.answer_rule import apply_rule, format_value, parse_datetime, result_data
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
@@ -27,9 +27,9 @@ from mcp_rl.task import MAX_ANSWER, ReferenceCall, Task
 from scenario_gen import writer_prompts
 from scenario_gen.context import server_context, state_context
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
-from scenario_gen.facts import COUNT_KEY, Fact, extract_facts, name_parts
+from scenario_gen.facts import COUNT_KEY, Fact, extract_facts, list_kinds, name_parts
 from scenario_gen.validate import leaked_names, strip_tool_mentions
-from scenario_gen.values import ID_VALUE, TIME_PARAM
+from scenario_gen.values import ID_VALUE, TIME_PARAM, SeenValue
 
 
 class QuestionItem(BaseModel):
@@ -117,8 +117,12 @@ def asked_words(fact: Fact) -> tuple[str, ...]:
 def field_named(question: str, fact: Fact) -> str | None:
     """A field name of several words that the question copies as written (`files_changed`,
     `addedLineCount`): the writer's prompt names the fact by its fields, and "how many entries in the
-    `files_changed` list" is no user's question (2026-12-07, a git probe kept it)."""
-    for key in (p for p in fact.rule.path if isinstance(p, str)):
+    `files_changed` list" is no user's question (2026-12-07, a git probe kept it). The key a count
+    filters on too: "How many entries in `relations` have `relationType` 'works at'?" (2 of 20 memory
+    tasks read by hand, 2026-12-07)."""
+    where_key = (fact.rule.where or {}).get("key")
+    keys = [p for p in fact.rule.path if isinstance(p, str)] + ([where_key] if isinstance(where_key, str) else [])
+    for key in keys:
         if len(name_parts(key)) > 1 and re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", question, re.IGNORECASE):
             return key
     return None
@@ -332,7 +336,9 @@ class GroundedWriter:
         self.examples: dict[str, list[str]] = {}
         """Per rejection reason, a few last questions the writer offered and why each was refused."""
 
-    def _mentions(self, explore: ExploreResult, step: Step, fact: Fact, shown: set[Any]) -> list[list[str]]:
+    def _mentions(
+        self, explore: ExploreResult, step: Step, fact: Fact, shown: set[Any], seen: list[SeenValue]
+    ) -> list[list[str]]:
         """What the question must name: the fact's own anchors, then every value the call was given
         (each entry of an array argument too: a question about the top of 12, 7 and 19 must give
         them). An id found in an earlier result may be named by what it identifies instead."""
@@ -350,10 +356,7 @@ class GroundedWriter:
             # (a path is no token: `/srv/c2/trips` has a digit but is said as it is, or as `trips`)
             opaque_value = isinstance(v, str) and bool(ID_VALUE.fullmatch(v)) and "/" not in v and not _NUMBER.match(v)
             opaque_value = opaque_value and parse_datetime(v) is None
-            seen_as = (
-                [s for values in explore.pool.by_key.values() for s in values]
-                if opaque_value else explore.pool.candidates(key) + explore.pool.by_key.get("id", [])
-            )  # fmt: skip
+            seen_as = seen if opaque_value else explore.pool.candidates(key) + explore.pool.by_key.get("id", [])
             names = [
                 s.context_name for s in seen_as
                 if s.value == v and s.context_name and s.step in step.sources
@@ -369,6 +372,11 @@ class GroundedWriter:
         """Up to `want` facts to ask about, spread over tools, fields and chains."""
         self.context = server_context(explore)
         shown = explore.pool.shown()  # once: every fact of every step asks it
+        seen = [s for values in explore.pool.by_key.values() for s in values]  # the same
+        kinds: dict[str, set[str]] = {}  # each list's kinds over the whole exploration
+        for step in explore.steps:
+            for k, ks in list_kinds(result_data(step.result_text) if step.ok else None).items():
+                kinds.setdefault(k, set()).update(ks)
         per_tool: dict[str, list[Candidate]] = {}
         for step in explore.steps:
             if not step.ok or step.wrote or len(_argument_leaves(step.arguments)) > _MAX_GIVEN_VALUES:
@@ -376,9 +384,9 @@ class GroundedWriter:
             if _needless_arguments(step, explore.steps):
                 continue
             chain = explore.chain(step)
-            for fact in extract_facts(step.result_text, step.arguments):
+            for fact in extract_facts(step.result_text, step.arguments, known_kinds=kinds):
                 per_tool.setdefault(step.tool, []).append(
-                    Candidate(chain, fact, self._mentions(explore, step, fact, shown))
+                    Candidate(chain, fact, self._mentions(explore, step, fact, shown, seen))
                 )
         per_tool = {t: _fewest_mentions(cs) for t, cs in per_tool.items()}
         # and across tools: the memory graph's `open_nodes` on six names gave the facts `read_graph` gives

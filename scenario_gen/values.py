@@ -150,8 +150,10 @@ class ValuePool:
                 # so a question may name an id the element holds by it ("the commit 'Release 0.1.0'")
                 dicts = [v for v in node[:50] if isinstance(v, dict)]
                 handle = handle_key(dicts) if len(dicts) > 1 else None
+                if handle and (is_id_like(handle) or opaque(dicts, handle)):
+                    handle = None  # an id or a hash names nothing a person says
                 for v in node[:50]:
-                    if isinstance(v, dict) and handle and not name_of(v) and not is_id_like(handle) and not opaque(dicts, handle):
+                    if isinstance(v, dict) and handle and not name_of(v):
                         walk(v, depth + 1, str(v[handle]), key)
                     elif isinstance(v, dict | list):
                         walk(v, depth + 1, ctx_name, key)

@@ -148,6 +148,9 @@ def test_generate_reports_the_tasks_no_attempt_solved():
     ]
     assert report.dropped["no attempt solved it"] == 2
     assert len(report.drop_examples["no attempt solved it"]) == 2
+    # and the set is refilled with grounded tasks, whose references were re-run, up to the n asked
+    assert "refilling 2 dropped tasks with grounded ones" in said
+    assert len(tasks) == 4 and len({t.id for t in tasks}) == 4
 
 
 class FakeMentalArithmetic:

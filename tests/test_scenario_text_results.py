@@ -665,6 +665,36 @@ def test_a_count_of_one_list_is_not_asked_in_the_words_of_another():
     assert write(TWO_LISTS, {}, people, ["How many person relations are there?"] * 3)[0] is None
     assert write(TWO_LISTS, {}, people, ["How many people are in the graph?"])[0].reference_answer == "2"
     assert all(not f.avoid for f in extract_facts(CITIES))
+    # nor may it copy the key it filters on: "entries in `relations` with `relationType` 'works at'"
+    data_speak = ["How many entries in relations have relationType 'works at'?"] * 3
+    assert write(TWO_LISTS, {}, works, data_speak)[0] is None
+
+
+def test_a_count_of_one_list_avoids_the_kinds_the_other_list_held_anywhere_in_the_exploration():
+    """`open_nodes` on one event gave its relations, to people, and no organization: "How many
+    organizations are related to the Porto trip?" -> 1 was kept (memory graph, 2026-12-07)."""
+    from mcp_rl.servers.results import CallStatus
+    from scenario_gen.explorer import ExploreResult, ExploreStats, Step
+    from scenario_gen.grounded import GroundedWriter
+
+    trip = json.dumps(
+        {
+            "entities": [{"name": "Porto trip", "entityType": "event", "observations": ["in May"]}],
+            "relations": [
+                {"from": "Ines", "to": "Porto trip", "relationType": "attends"},
+                {"from": "Paul", "to": "Porto trip", "relationType": "attends"},
+            ],
+        }
+    )
+    relation_count = lambda fs: next(f for f in fs if f.rule.kind == "count" and f.rule.path == ["relations"])  # noqa: E731
+    assert "organizations" not in relation_count(extract_facts(trip, {"names": ["Porto trip"]})).avoid  # alone
+    steps = [
+        Step(0, "read_graph", {}, CallStatus.OK, TWO_LISTS),
+        Step(1, "open_nodes", {"names": ["Porto trip"]}, CallStatus.OK, trip),
+    ]
+    picked = GroundedWriter(None, []).candidates(ExploreResult(steps, ValuePool(), ExploreStats()), 100)  # type: ignore[arg-type]
+    count = relation_count([c.fact for c in picked if c.chain[-1].index == 1])
+    assert {"organization", "organizations", "people", "person", "event"} <= set(count.avoid)
 
 
 def test_a_comparison_diff_is_asked_as_a_comparison_and_a_filter_keeps_its_direction():
