@@ -51,6 +51,8 @@ class GenReport(BaseModel):
     """Of the grounded tasks, the share whose reference is a chain of 2 or more calls (None: none)."""
     grounded_tools: list[str] = Field(default_factory=list)
     """The tools some grounded task's reference calls use, in the server's order."""
+    resumed: int = 0
+    """Tasks taken from the journal of an earlier run of the same generation that stopped."""
 
     def drop(self, reason: str, n: int = 1, example: str | None = None) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + n
@@ -105,6 +107,8 @@ def render(report: GenReport, console: Console) -> None:
     head = Table(title="Task set", show_header=False, box=None, pad_edge=False)
     head.add_row("kept", f"{r.kept} of {r.requested} asked ({r.grounded} grounded, {r.written} written)")
     head.add_row("split", f"{r.train} train / {r.val} val / {r.test} test")
+    if r.resumed:
+        head.add_row("resumed", f"{r.resumed} tasks made by an earlier run that stopped (its journal)")
     if r.split is not None:
         s = r.split
         grounded = " / ".join(str(s.counts.get(k, {}).get("grounded", 0)) for k in ("train", "val", "test"))

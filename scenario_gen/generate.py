@@ -28,7 +28,8 @@ from scenario_gen.context import server_context, state_context
 from scenario_gen.dedup import Similarity, default_similarity
 from scenario_gen.explorer import ExplorableSession, Explorer
 from scenario_gen.gen_report import GenReport, count_problems
-from scenario_gen.grounded import GroundedWriter, verify
+from scenario_gen.grounded import GroundedWriter, grounded_id, verify
+from scenario_gen.journal import Journal
 from scenario_gen.self_contained import MODEL_SAYS, UNCHECKED, self_contained
 from scenario_gen.split import split_report, split_tasks
 from scenario_gen.validate import Verdict, check_task, drop_near_duplicates, leaked_names, strip_tool_mentions
@@ -92,8 +93,10 @@ class _Run:
         config: GenerateConfig,
         progress: ProgressFn | None,
         similarity: Similarity,
+        journal: Journal | None = None,
     ) -> None:
         self.session = session
+        self.journal = journal
         self.model = _Counted(model)
         self.cfg = config
         self.progress = progress or (lambda msg, report: None)
@@ -158,6 +161,10 @@ class _Run:
         async def write(c: Any) -> Task | None:
             assert self._gw is not None
             task = await self._gw.write(c)
+            if self.journal and task is not None:  # at once: a page is most of an hour
+                self.journal.add_grounded(task)
+            elif self.journal:
+                self.journal.add_asked(grounded_id(c))
             tally["done"] += 1
             tally["usable"] += task is not None
             if tally["done"] % 5 == 0:  # a page takes 30-60 min on 1 CPU thread: a sign of life
@@ -166,11 +173,13 @@ class _Run:
 
         written = await asyncio.gather(*(write(c) for c in page))
         self.report.candidates_grounded += len(page)
+        return await self._verified([t for t in written if t is not None])
+
+    async def _verified(self, tasks: list[Task]) -> list[Task]:
+        """The grounded tasks whose reference calls, re-run, agree (those verified before pass)."""
         checked = []
-        for t in written:
-            if t is None:
-                continue
-            if self.cfg.verify_grounded:
+        for t in tasks:
+            if self.cfg.verify_grounded and "verified" not in t.notes:
                 outcome = await verify(self.session, t)
                 v = self.report.verification
                 v[outcome.status] = v.get(outcome.status, 0) + 1
@@ -178,11 +187,15 @@ class _Run:
                     self.report.drop(
                         "reference did not check out on re-run", example=f"{t.text} ({outcome.detail})"
                     )
+                    if self.journal:
+                        self.journal.add_asked(t.id)
                     continue
                 t.notes["verified"] = outcome.status
                 if outcome.status == "changed":
                     # the server answered differently a moment later: grading must re-run the calls
                     t.answer_depends_on_state = True
+                if self.journal:
+                    self.journal.add_grounded(t)
             checked.append(t)
         return checked
 
@@ -195,7 +208,12 @@ class _Run:
                 self.model, self.session.tools, language=self.cfg.language, seed=self.cfg.seed,
                 concurrency=self.cfg.concurrency,
             )  # fmt: skip
-            self._queue = self._gw.candidates(explore, self.cfg.n * 4 + 4)
+            # a resumed run asks no candidate twice: what it wrote before is in the reserve
+            done = (self.journal.asked | set(self.journal.grounded)) if self.journal else set()
+            queue = self._gw.candidates(explore, self.cfg.n * 4 + 4 + len(done))
+            self._queue = [c for c in queue if grounded_id(c) not in done]
+            if self.journal and self.journal.grounded:
+                self._reserve = await self._verified(list(self.journal.grounded.values()))
         have = 0
         reserve, self._reserve = self._reserve, []
         while have < want and (reserve or self._queue):
@@ -279,6 +297,8 @@ class _Run:
             resources=await _resources(self.session), known_values=known_values,
             language=self.cfg.language, seed=self.cfg.seed, batch_size=self.cfg.batch_size,
         )  # fmt: skip
+        if self.journal and self.journal.written:
+            self._admit(list(self.journal.written.values()))  # a resumed run's, checked before
         for t in self.kept:
             writer.coverage.update(t.tools_expected)
         max_rounds = self.cfg.max_rounds or (math.ceil(self.cfg.n / self.cfg.batch_size) + 4)
@@ -298,6 +318,9 @@ class _Run:
                 self.report.drop("writer returned too few", sum(sizes) - len(batch))
             fixed = [_stated(t, context) for t in [await self._fix_leak(t) for t in batch] if t is not None]
             added = await self._self_contained(self._admit(fixed))
+            if self.journal:
+                for t in added:
+                    self.journal.add_written(t)
             empty_in_a_row = 0 if added else empty_in_a_row + 1
             self._say(f"written: {len(added)} kept of {len(batch)}")
             if empty_in_a_row >= 3:
@@ -355,9 +378,15 @@ async def generate_tasks(
     progress: ProgressFn | None = None,
     similarity: Similarity | None = None,
     solvability: SolvabilityFn | None = None,
+    journal: Journal | None = None,
 ) -> tuple[list[Task], GenReport]:
+    """`journal`: where what is made is recorded as it is made, and what an earlier run that stopped
+    made is taken from (`scenario_gen.journal`)."""
     cfg = config or GenerateConfig()
-    run = _Run(session, model, cfg, progress, similarity or default_similarity())
+    run = _Run(session, model, cfg, progress, similarity or default_similarity(), journal)
+    if journal and journal.resumed:
+        run.report.resumed = journal.made
+        run._say(f"resuming: {len(journal.grounded)} grounded and {len(journal.written)} written tasks from {journal.path}")
     t0 = time.monotonic()
     explore = await run.explore()
     want_grounded = math.ceil(cfg.n * cfg.grounded_share)

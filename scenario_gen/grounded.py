@@ -23,7 +23,7 @@ from mcp_rl.answer_rule import apply_rule, format_value, parse_datetime, result_
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import ask_items
-from mcp_rl.task import MAX_ANSWER, ReferenceCall, Task
+from mcp_rl.task import MAX_ANSWER, AnswerRule, ReferenceCall, Task
 from scenario_gen import writer_prompts
 from scenario_gen.context import server_context, state_context
 from scenario_gen.explorer import ExplorableSession, ExploreResult, Step
@@ -46,6 +46,16 @@ class Candidate:
     chain: list[Step]
     fact: Fact
     mentions: list[list[str]]
+
+
+def _rule(c: Candidate) -> AnswerRule:
+    return c.fact.rule.model_copy(update={"call_index": len(c.chain) - 1})
+
+
+def grounded_id(c: Candidate) -> str:
+    """The id of the task a candidate becomes, whatever its question: its calls and its answer rule."""
+    key = repr([(s.tool, sorted(s.arguments.items())) for s in c.chain]) + repr(_rule(c).model_dump())
+    return "g-" + hashlib.sha1(key.encode()).hexdigest()[:12]
 
 
 def value_variants(value: Any, short: bool = True) -> list[str]:
@@ -495,13 +505,12 @@ class GroundedWriter:
                 kept[:] = [*kept[-2:], refused[-1]]
             return None
         question = got.items[0].question
-        rule = c.fact.rule.model_copy(update={"call_index": len(c.chain) - 1})
+        rule = _rule(c)
         ref_calls = [
             ReferenceCall(tool=s.tool, arguments=s.arguments, result_text=s.result_text) for s in c.chain
         ]
-        key = repr([(r.tool, sorted(r.arguments.items())) for r in ref_calls]) + repr(rule.model_dump())
         return Task(
-            id="g-" + hashlib.sha1(key.encode()).hexdigest()[:12],
+            id=grounded_id(c),
             text=question,
             difficulty=self._difficulty(c),
             source="grounded",

@@ -57,8 +57,36 @@ def test_generate_with_a_model_that_writes_garbage_ends_cleanly(tmp_path):
     assert r.returncode == 2, r.stderr[-2000:]
     assert "Traceback" not in r.stderr and "no task was kept" in r.stderr
     assert not out.exists() and not out.with_name("tasks.report.json").exists()
+    assert not out.with_name("tasks.jsonl.journal.jsonl").exists()  # nothing made, nothing to go on from
     calls = re.search(r"exploration\s+│?\s*(\d+) calls", r.stdout)
     assert calls and int(calls.group(1)) > 0, r.stdout[-2000:]
+
+
+@pytest.mark.skipif(not _has_load_model(), reason="mcp_rl.models.load_model is not available")
+def test_a_generation_interrupted_says_where_its_work_is_and_the_next_run_goes_on_from_it(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "tasks.jsonl"
+    journal = tmp_path / "tasks.jsonl.journal.jsonl"
+    args = [sys.executable, "-m", "mcp_rl", "generate", "--server", INVENTORY, "-n", "4", "-o", str(out)]
+    args += ["--generator", "tiny", "--explore-calls", "6", "--seed", "1"]
+    p = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C once the first grounded question is on record (the tiny model's are all refused)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and p.poll() is None:
+        if journal.exists() and len(journal.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    assert p.poll() is None, p.communicate()[1][-2000:]
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert f"kept in {journal}" in err.replace("\n", "") and "run the same command again" in err
+    assert journal.exists() and not out.exists()
+    r = mcp_rl(*args[3:], timeout=600)
+    assert "resuming" in r.stderr and str(journal) in r.stderr.replace("\n", ""), r.stderr[-2000:]
+    assert r.returncode == 2 and not journal.exists()  # the tiny writer keeps nothing, as above
 
 
 async def _check_references(server: str, tasks) -> dict[str, int]:

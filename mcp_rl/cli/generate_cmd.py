@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import typer
 from mcp_rl.atomic import write_atomic
 from mcp_rl.cli.app import app, console, err_console, load_helper_model
 from mcp_rl.cli.from_config import checked, config_options, range_help
+from mcp_rl.cli.interrupt import on_interrupt
 from mcp_rl.cli.options import (
     BaseUrlOpt,
     ServerOptions,
@@ -38,6 +40,36 @@ _FLAGS = {
     "test_fraction": "--test-fraction",
     "seed": "--seed",
 }
+
+
+def _journal(output: Path, spec: ServerSpec, cfg: GenerateConfig) -> Any:
+    """The record of this generation's work as it is made, next to OUTPUT; an earlier run's, if that
+    one stopped. The server is named by a hash of where it is: a URL may hold a token."""
+    from scenario_gen.journal import Journal
+
+    where = spec.url or " ".join(spec.command)
+    run = {
+        "server": f"{spec.name or spec.transport} {hashlib.sha256(where.encode()).hexdigest()[:12]}",
+        "language": cfg.language,
+        "instructions": cfg.instructions,
+        "allow_destructive": cfg.allow_destructive,
+    }
+    path = output.with_name(output.name + ".journal.jsonl")
+    journal = Journal(path, run)
+    if journal.resumed:
+        err_console.print(
+            f"[yellow]resuming[/] from {path}: {journal.made} tasks made by an earlier run of this "
+            "command that stopped (delete that file to start over)"
+        )
+    return journal
+
+
+def _kept(journal: Any) -> str:
+    made = f"the {journal.made} tasks made so far are" if journal.made else "what was tried so far is"
+    return (
+        f"stopped: {made} kept in {journal.path}; run the same command again to go on from there "
+        "(delete that file to start over)"
+    )
 
 
 def _load(name: str, what: str, base_url: str | None) -> Any:
@@ -72,6 +104,7 @@ async def _run(
     checker: Any,
     policy_model: Any,
     check: SolvabilitySettings,
+    journal: Any,
 ) -> tuple[list[Any], Any, list[str]]:
     """The tasks, the report, and the names of the tools the policy may call."""
     from scenario_gen import generate_tasks
@@ -104,6 +137,7 @@ async def _run(
                 cfg,
                 progress=lambda msg, r: _show(status, _progress_line(msg, r)),
                 solvability=solvability,
+                journal=journal,
             )
             return tasks, report, [t.name for t in s.tools]
 
@@ -214,18 +248,31 @@ def generate_command(
     )
     pol = _load(policy_model, "policy", base_url) if policy_model else None
     t0 = time.monotonic()
+    journal = _journal(output, spec, cfg)
+    on_interrupt(lambda: _kept(journal))  # Ctrl-C ends the process at once: the journal is on disk
     try:
-        tasks, report, allowed = anyio.run(_run, spec, policy, gen_model, cfg, checker, pol, check)
+        tasks, report, allowed = anyio.run(_run, spec, policy, gen_model, cfg, checker, pol, check, journal)
+    except BaseException:
+        journal.close(remove=not journal.made)
+        if journal.made:  # an hour of work is not thrown away with the run
+            err_console.print(_kept(journal), markup=False, highlight=False)
+        raise
     finally:
         close_models(gen_model, checker if own_checker else None, pol)
     if not tasks:  # never an empty result over anything: the old output, if any, is left as it was
+        journal.close(remove=True)  # nothing was kept: nothing to go on from
         render(report, console)
         raise TaskError(
             f"no task was kept ({report.requested} asked for; dropped: {dict(report.dropped) or 'none'}): "
             f"nothing was written to {output}",
             hint="see why tasks were dropped above; try more --explore-calls, another --generator or --seed",
         )
-    path = save_tasks(tasks, output)
+    try:
+        path = save_tasks(tasks, output)
+    except BaseException:
+        journal.close()  # a full disk: the work stays in the journal for the next run
+        raise
+    journal.close(remove=True)
     rpath = report_path or (
         path / "generation_report.json" if path.is_dir() else path.with_name(path.stem + ".report.json")
     )
