@@ -412,6 +412,9 @@ async def generate_tasks(
             # they need no attempt): on the filesystem server it dropped 14 of 48 and the set stayed
             # at 34 while verified grounded questions sat in the reserve (2026-12-07)
             run._say(f"refilling {cfg.n - len(tasks)} dropped tasks with grounded ones")
+            in_set = {t.id for t in tasks}
+            trimmed = [t for t in run.kept if t.source == "grounded" and t.id not in in_set]
+            tasks += trimmed[: cfg.n - len(tasks)]  # kept before, left out only to hold the share
             had = {t.id for t in run.kept}
             await run.grounded(explore, cfg.n - len(tasks))
             tasks += [t for t in run.kept if t.id not in had]
