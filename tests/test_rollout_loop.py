@@ -13,7 +13,7 @@ from mcp_rl.rollout import RolloutConfig, SessionPool, TemplateDriftError, run_g
 from mcp_rl.servers.results import CallStatus
 from mcp_rl.servers.spec import ServerSpec
 from mcp_rl.trajectory import Trajectory
-from tests.conftest import FAULTY, INVENTORY
+from tests.conftest import FAULTY, INVENTORY, PY, have
 from tests.rollout_fakes import FakeScriptedModel
 
 pytestmark = pytest.mark.timeout(120)
@@ -268,3 +268,34 @@ def test_the_form_of_each_call_is_recorded_and_summarized() -> None:
     assert run_checks(t).extra["tagged_calls"] == 0.5
     # it survives the trip through the run's files
     assert Trajectory.model_validate_json(t.model_dump_json()).tool_calls[0].tagged
+
+
+@pytest.mark.npm
+@pytest.mark.skipif(not have("npx"), reason="needs node/npx")
+@pytest.mark.timeout(600)
+def test_a_run_starts_from_the_reset_state_not_from_what_an_earlier_run_wrote(tmp_path) -> None:
+    """A server that keeps its state on disk (the npm memory graph, a JSONL file) still holds what the
+    last episode of an earlier run wrote: with a reset command, the first episode is reset too."""
+    graph = tmp_path / "memory.jsonl"
+    seed = json.dumps({"type": "entity", "name": "Ines", "entityType": "person", "observations": []})
+    graph.write_text(seed + "\n")
+    restore = [PY, "-c", f"open({str(graph)!r}, 'w').write({seed + chr(10)!r})"]
+    server = ServerSpec.parse("npx -y @modelcontextprotocol/server-memory", env={"MEMORY_FILE_PATH": str(graph)})
+    server = server.with_connection(connect_timeout=240)
+    add = call("create_entities", entities=[{"name": "Hospital XYZ", "entityType": "organization", "observations": []}])
+    script = [call("read_graph"), add, "done"]
+
+    async def one_run(spec: ServerSpec) -> list[str]:
+        async with SessionPool(spec, size=1, share=False) as pool:
+            (t,) = await run_group(FakeScriptedModel(script), pool, "Add the hospital.", n=1, config=RolloutConfig())
+        first, added = t.tool_calls
+        assert added.status is CallStatus.OK, added.result_text
+        return [e["name"] for e in json.loads(first.result_text)["entities"]]
+
+    # the control: with no reset command, the second run's first episode sees the first run's write
+    assert anyio.run(one_run, server) == ["Ines"]
+    assert anyio.run(one_run, server) == ["Ines", "Hospital XYZ"]
+    graph.write_text(seed + "\n")
+    resettable = server.model_copy(update={"reset_command": restore})
+    assert anyio.run(one_run, resettable) == ["Ines"]
+    assert anyio.run(one_run, resettable) == ["Ines"]

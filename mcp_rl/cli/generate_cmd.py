@@ -131,6 +131,8 @@ async def _run(
                     hint="check --allow-tools/--deny-tools, or --allow-destructive: "
                     + json.dumps(s.excluded),
                 )
+            if spec.reset_command:  # explore the state episodes will start from, not the last run's
+                await s.reset()
             tasks, report = await generate_tasks(
                 s,
                 generator,

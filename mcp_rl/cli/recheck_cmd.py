@@ -1,7 +1,8 @@
 """`mcp-rl recheck`: re-run every grounded task's reference calls on the live server, and say which still hold.
 
 A grounded task's reference answer was read out of real results when the set was written. Before a
-set is trusted (or after the server changed), this re-runs each task's calls in a fresh session and
+set is trusted (or after the server changed), this re-runs each task's calls in a fresh session (reset
+first, where the server has a reset command) and
 re-applies its answer rule: `stable` (same answer), `changed` (the server now answers otherwise: a
 task about the time or the server's state; graders re-run such calls) or `failed` (a call errors, or
 the rule no longer finds its value: the task is broken). Written tasks have no calls to re-run.
@@ -69,6 +70,8 @@ def recheck_command(
 
     async def main() -> list[dict[str, Any]]:
         async with session:
+            if session.spec.reset_command:  # the state the references were read from, not the last run's
+                await session.reset()
             return await _recheck(session, tasks)
 
     rows = anyio.run(main)

@@ -2,7 +2,10 @@
 
 Episodes of one group must not see each other's state changes. So a server with any tool that
 may write gets one session per concurrent episode, reset (`ServerSession.reset()`: the user's reset
-command, or a restart for stdio) before a used session serves the next episode. A server whose
+command, or a restart for stdio) before a used session serves the next episode, and, where the user
+gave a reset command, before its first one too: a server that keeps its state on disk still holds
+what the last episode of an earlier run wrote (the memory graph kept an entity a solvability attempt
+of `generate` created, and 4 of its 22 grounded references no longer re-checked, 2026-12-07). A server whose
 tools all say they only read (`readOnlyHint`) is shared by every episode: MCP sessions answer
 concurrent requests, and nothing an episode does can change what another sees. `share=True/False`
 overrides that choice.
@@ -146,7 +149,7 @@ class SessionPool:
         async with self._available:
             ps = self._free.pop()
             try:
-                if ps.used:
+                if ps.used or ps.session.spec.reset_command:
                     await ps.reset()
                 ps.used = True
                 yield ps
