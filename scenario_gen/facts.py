@@ -18,7 +18,7 @@ from typing import Any
 from mcp_rl.answer_rule import DIFF_KEY, format_value, parse_datetime, result_data, transform_value
 from mcp_rl.servers.result_text import EMPTY_RESULT
 from mcp_rl.task import AnswerRule
-from scenario_gen.values import ID_VALUE, handle_key, is_id_like, opaque
+from scenario_gen.values import ID_VALUE, handle_key, is_id_like, name_of, opaque
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DAY_NAMES = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
@@ -447,7 +447,22 @@ def extract_facts(
             items = data.get(f.rule.path[0]) if f.rule.path and isinstance(data, dict) else data
             reach = _reach(items, given) if isinstance(items, list) else ""
             f.what, f.reaches = f.what + reach, bool(reach)
-    return [f for f in facts if not (f.answer in given_lengths and _counts(f.rule))]
+    return [f for f in facts if not (f.answer in given_lengths and _counts(f.rule)) and not _counts_the_given(f, data, given)]
+
+
+def _counts_the_given(fact: Fact, data: Any, given: set[str]) -> bool:
+    """A count of a list whose every entry is named by a value the call was given: `search_nodes` on
+    "Lycee Ampere" found the school itself, and its count of 1 was asked as "How many organizations
+    are associated with the Lycee Ampere school?" (and "How many people named Ines Moreau are
+    listed?" -> 1), 2 of 20 memory tasks read by hand, 2026-12-07: the count says only that the
+    given thing exists."""
+    if fact.rule.kind != "count" or fact.rule.where is not None or len(fact.rule.path) > 1:
+        return False
+    items = data.get(fact.rule.path[0]) if fact.rule.path and isinstance(data, dict) else data
+    if not isinstance(items, list) or not items or not all(isinstance(x, dict) for x in items):
+        return False
+    names = [name_of(x) for x in items]
+    return all(n is not None and n.lower() in given for n in names)
 
 
 _COMPARING = re.compile(r"\b(with|between|against|since|vs\.?|versus|and)\b", re.IGNORECASE)

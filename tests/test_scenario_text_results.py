@@ -717,3 +717,22 @@ def test_a_comparison_diff_is_asked_as_a_comparison_and_a_filter_keeps_its_direc
     assert task is None and list(problems) == ["question rejected (asked for something else)"]
     before = f"How many commits were made in /srv/repo before {until['end_timestamp']}?"
     assert write(GIT_LOG, until, one, [after[0], before])[0] is not None
+
+
+def test_a_count_of_nothing_but_the_things_the_call_named_is_no_question():
+    """`search_nodes` on "Lycee Ampere" finds the school itself: its count of 1 was asked as "How many
+    organizations are associated with the Lycee Ampere school?" (memory graph, 2026-12-07)."""
+    found = json.dumps(
+        {
+            "entities": [{"name": "Lycee Ampere", "entityType": "organization", "observations": []}],
+            "relations": [
+                {"from": "Paul", "to": "Lycee Ampere", "relationType": "works at"},
+                {"from": "Ines", "to": "Lycee Ampere", "relationType": "visits"},
+            ],
+        }
+    )
+    counts = {tuple(f.rule.path): f.answer for f in extract_facts(found, {"query": "Lycee Ampere"}) if f.rule.kind == "count"}
+    assert ("entities",) not in counts and counts[("relations",)] == "2"
+    # a search that found other things than it was given still gives its count
+    people = json.dumps({"entities": [{"name": "Ines Moreau"}, {"name": "Paul Moreau"}], "relations": []})
+    assert any(f.rule.kind == "count" and f.answer == "2" for f in extract_facts(people, {"query": "Moreau"}))
