@@ -153,8 +153,24 @@ _COMPARISON = re.compile(r"\b(since|between|compared?|comparing|comparison|diffe
 # a range filter's side, read off its parameter's name, and the words that ask for the other side
 _UP_TO = re.compile(r"(^|_)(end|until|before|max|latest|to)(_|$)", re.IGNORECASE)
 _FROM = re.compile(r"(^|_)(start|since|after|min|earliest|from)(_|$)", re.IGNORECASE)
-_AFTER_WORDS = re.compile(r"\b(after|since|later than|newer than)\b", re.IGNORECASE)
-_BEFORE_WORDS = re.compile(r"\b(before|until|till|up to|earlier than|older than|prior to)\b", re.IGNORECASE)
+# "between X and the latest commit" asks for what came after X: the log up to 2026-10-21 10:00 was
+# asked that way, and answered 5 (the commits up to it; 2 came after), 1 of 20 git tasks, 2026-12-07
+_AFTER_WORDS = re.compile(
+    r"\b(after|since|later than|newer than)\b|\bbetween\b.{0,80}?\band (the )?(latest|last|most recent|newest|now|today|present|current)\b",
+    re.IGNORECASE,
+)
+_BEFORE_WORDS = re.compile(
+    r"\b(before|until|till|up to|earlier than|older than|prior to)\b|\bbetween (the )?(first|earliest|oldest|beginning|start)\b",
+    re.IGNORECASE,
+)
+# A comparison with a commit is one with the present: a question must name the present side and not
+# the commit's parent. With only a comparison word required, 3 of 20 git tasks still asked a
+# commit's own changes: "What files were changed in the commit X since the previous commit?", "...
+# when the commit X was made, compared to the same file in the previous commit?" (2026-12-07).
+_PRESENT = re.compile(
+    r"\b(now|current(ly)?|latest|today|present|head|since|working (tree|copy|directory))\b", re.IGNORECASE
+)
+_PARENT = re.compile(r"\b(previous|parent|preceding|prior (commit|version|revision)|when\b.{0,80}?\bwas made)\b", re.I)
 
 
 def _backwards(asks: str, arguments: dict[str, Any]) -> str:
@@ -479,8 +495,8 @@ class GroundedWriter:
                 return f"the question must ask for {c.fact.what}, all of them, not only those of {some[0]!r}"
             if c.fact.reaches and _BETWEEN.search(asks):
                 return f"the question must ask for {c.fact.what}"
-            if c.fact.compares and not _COMPARISON.search(asks):
-                return f"the question must ask for {c.fact.what} (a comparison: use a word like 'since')"
+            if c.fact.compares and not (_COMPARISON.search(asks) and _PRESENT.search(asks) and not _PARENT.search(asks)):
+                return f"the question must ask for {c.fact.what} (a comparison with now: use a word like 'since')"
             if wrong := _backwards(asks, c.chain[-1].arguments):
                 return f"the question must ask for {c.fact.what} in the filter's direction ({wrong})"
             named = [kind[0] for kind in c.fact.kinds if any(_has_word(asks, w) for w in kind)]

@@ -709,6 +709,16 @@ def test_a_comparison_diff_is_asked_as_a_comparison_and_a_filter_keeps_its_direc
     assert write(diff, args, count, own)[0] is None
     task, _ = write(diff, args, count, [own[0], "How many files have changed since commit 9f1c2ab?"])
     assert task is not None and task.reference_answer == "2"
+    # a comparison word is not enough: against the commit's parent is still the commit's own change,
+    # and a comparison with no present side says nothing of what is compared (3 of 20 git tasks)
+    for wrong in (
+        "How many files were changed in the commit 9f1c2ab since the previous commit?",
+        "How many files changed when commit 9f1c2ab was made, compared to the one before it?",
+        "How many entries in the release branch were made in comparison to the 9f1c2ab branch?",
+    ):
+        assert write(diff, args, count, [wrong] * 3)[0] is None, wrong
+    now = "How many files differ between commit 9f1c2ab and the current working tree?"
+    assert write(diff, args, count, [now])[0].reference_answer == "2"
 
     until = {"repo_path": "/srv/repo", "end_timestamp": "2025-05-13 00:00:00+01:00"}
     one = lambda f: f.rule.kind == "count" and f.rule.where is None  # noqa: E731
@@ -717,6 +727,11 @@ def test_a_comparison_diff_is_asked_as_a_comparison_and_a_filter_keeps_its_direc
     assert task is None and list(problems) == ["question rejected (asked for something else)"]
     before = f"How many commits were made in /srv/repo before {until['end_timestamp']}?"
     assert write(GIT_LOG, until, one, [after[0], before])[0] is not None
+    # "between the date and the latest commit" is the after side too (1 of 20 git tasks)
+    latest = [f"How many commits were made in /srv/repo between {until['end_timestamp']} and the latest commit?"] * 3
+    assert write(GIT_LOG, until, one, latest)[0] is None
+    first = f"How many commits were made in /srv/repo between the first commit and {until['end_timestamp']}?"
+    assert write(GIT_LOG, until, one, [first])[0] is not None
 
 
 def test_a_count_of_nothing_but_the_things_the_call_named_is_no_question():
