@@ -299,3 +299,28 @@ def test_a_run_starts_from_the_reset_state_not_from_what_an_earlier_run_wrote(tm
     resettable = server.model_copy(update={"reset_command": restore})
     assert anyio.run(one_run, resettable) == ["Ines"]
     assert anyio.run(one_run, resettable) == ["Ines"]
+
+
+def test_reset_commands_never_run_two_at_once(tmp_path) -> None:
+    """A reset command that restores files is rarely safe to run twice at once (the example's seeder
+    re-creates a git repository: two at once failed with `git add` exit 128 and left a solvability
+    pass with no gradable attempt). The pool runs one at a time: here, one that fails if another runs."""
+    lock = tmp_path / "reset.lock"
+    script = (
+        "import os, sys, time\n"
+        f"try: fd = os.open({str(lock)!r}, os.O_CREAT | os.O_EXCL)\n"
+        "except FileExistsError: sys.exit('another reset is running')\n"
+        "time.sleep(0.5); os.close(fd)\n"
+        f"os.remove({str(lock)!r})\n"
+    )
+    spec = ServerSpec.parse(INVENTORY).model_copy(update={"reset_command": [PY, "-c", script]})
+    model = FakeScriptedModel([call("get_item", item_id="ITM-001"), "done"], delay_s=0.05)
+
+    async def go() -> list[Trajectory]:
+        async with SessionPool(spec, size=2, share=False) as pool:
+            # 6 episodes on 2 sessions: the 4 after the first two each need a reset, two at a time
+            return await run_group(model, pool, "Task for the test.", n=6, config=RolloutConfig())
+
+    trajs = anyio.run(go)
+    assert len(trajs) == 6 and all(t.end == "answer" for t in trajs), [t.end for t in trajs]
+    assert all(c.status is CallStatus.OK for t in trajs for c in t.tool_calls)

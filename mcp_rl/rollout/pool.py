@@ -2,9 +2,9 @@
 
 Episodes of one group must not see each other's state changes. So a server with any tool that
 may write gets one session per concurrent episode, reset (`ServerSession.reset()`: the user's reset
-command, or a restart for stdio) before a used session serves the next episode, and, where the user
-gave a reset command, before its first one too: a server that keeps its state on disk still holds
-what the last episode of an earlier run wrote (the memory graph kept an entity a solvability attempt
+command, or a restart for stdio) before a used session serves the next episode; and, where the user
+gave a reset command, it runs once when the pool opens: a server that keeps its state on disk still
+holds what the last episode of an earlier run wrote (the memory graph kept an entity a solvability attempt
 of `generate` created, and 4 of its 22 grounded references no longer re-checked, 2026-12-07). A server whose
 tools all say they only read (`readOnlyHint`) is shared by every episode: MCP sessions answer
 concurrent requests, and nothing an episode does can change what another sees. `share=True/False`
@@ -71,6 +71,7 @@ class SessionPool:
         self._available: anyio.Semaphore | None = None
         self._tg: Any = None
         self._closing: Any = None  # an anyio.Event, made inside the event loop
+        self._resetting: Any = None  # an anyio.Lock, the same
 
     @property
     def first(self) -> ServerSession:
@@ -118,6 +119,7 @@ class SessionPool:
 
     async def __aenter__(self) -> SessionPool:
         self._closing = anyio.Event()
+        self._resetting = anyio.Lock()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         try:
@@ -128,6 +130,11 @@ class SessionPool:
             if not self.share and self.size > 1:
                 # Started together: stdio servers take 1-2 s each to start.
                 self._all.extend(PooledSession(s) for s in await self._open(1, self.size - 1))
+            if not self.share and self.spec.reset_command:
+                # once, before any episode: not per session, since two reset commands at once race on
+                # what they restore (two re-seeding one git repository: `git add` exit 128, and every
+                # attempt of a solvability pass ended ungraded, 2026-12-07)
+                await self._all[0].reset()
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -149,8 +156,9 @@ class SessionPool:
         async with self._available:
             ps = self._free.pop()
             try:
-                if ps.used or ps.session.spec.reset_command:
-                    await ps.reset()
+                if ps.used:
+                    async with self._resetting:  # one reset command at a time (see __aenter__)
+                        await ps.reset()
                 ps.used = True
                 yield ps
             finally:
