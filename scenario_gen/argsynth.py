@@ -167,6 +167,10 @@ def param_candidates(name: str, schema: dict[str, Any], pool: ValuePool) -> list
         return _distinct([c for alt in alts for c in param_candidates(name, alt, pool)])
     t = _type_of(schema)
     out: list[Candidate] = []
+    if _is_query(name) and t == "string":
+        # a word several entries share is searched first: its result lists them all, where a search for
+        # one entry's name finds what a lookup by name found already
+        out += [Candidate(seen.value, 3.5, steps=(seen.step,)) for seen in pool.shared_words()]
     if "const" in schema:
         return [Candidate(schema["const"], 5.0)]
     if isinstance(schema.get("enum"), list) and [v for v in schema["enum"] if v is not None]:

@@ -751,3 +751,13 @@ def test_a_count_of_nothing_but_the_things_the_call_named_is_no_question():
     # a search that found other things than it was given still gives its count
     people = json.dumps({"entities": [{"name": "Ines Moreau"}, {"name": "Paul Moreau"}], "relations": []})
     assert any(f.rule.kind == "count" and f.answer == "2" for f in extract_facts(people, {"query": "Moreau"}))
+
+
+def test_the_other_end_of_a_link_is_asked_with_who_or_which_not_the_key_s_preposition():
+    """"Who is married to Paul Moreau?" asks for the `from` of that relation; the writer refused it for
+    want of the word 'from' (memory graph, 2026-12-07). A question with no who/which/what still fails."""
+    married = lambda f: f.rule.path[-1:] == ["from"] and "married to" in f.what  # noqa: E731
+    task, _ = write(GRAPH, {}, married, ["Who is married to Paul Moreau?"])
+    assert task is not None and task.reference_answer == "Ines Moreau"
+    task, problems = write(GRAPH, {}, married, ["Is Paul Moreau married?"] * 3)
+    assert task is None and list(problems) == ["question rejected (asked for something else)"]
