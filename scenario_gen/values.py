@@ -222,11 +222,13 @@ class ValuePool:
         return out
 
     def shared_words(self, limit: int = 6) -> list[SeenValue]:
-        """Words (4+ letters) that two or more different values hold, proper nouns first:
-        a search for one lists several entries ("Lyon" -> the two people and two places there), while a
-        search for a name's word finds the one entry a lookup by name found already. Measured on the npm
-        memory server (2026-12-07): six searches, one per name, gave six one-entry results and no fact
-        that spanned entries."""
+        """Names (capitalized words of 4+ letters, not a sentence's first word) that two or more
+        different values hold: a search for one lists several entries ("Lyon" -> the two people and two
+        places there), while a search for a name's word finds the one entry a lookup by name found
+        already. Measured on the npm memory server (2026-12-07): six searches, one per name, gave six
+        one-entry results and no fact that spanned entries. Only names: a search for "works" found the
+        one person whose notes say "works as", and "How many relationships involve 'works'?" read as the
+        'works at' links (2) where the search's answer was that person's links (4)."""
         holders: dict[str, set[str]] = {}
         first: dict[str, SeenValue] = {}
         for key, vals in self.by_key.items():
@@ -235,11 +237,14 @@ class ValuePool:
             for v in vals:
                 if not isinstance(v.value, str) or ID_VALUE.fullmatch(v.value):
                     continue
-                for w in re.findall(r"[^\W\d_]{4,}", v.value):
-                    holders.setdefault(w, set()).add(v.value)
-                    first.setdefault(w, SeenValue(w, v.step, v.context_name))
+                words = re.findall(r"[^\W\d_]+", v.value)
+                titled = all(w[0].isupper() for w in words)  # "Ines Moreau": every word is a name's
+                for i, w in enumerate(words):
+                    if len(w) >= 4 and w[0].isupper() and (i > 0 or titled):
+                        holders.setdefault(w, set()).add(v.value)
+                        first.setdefault(w, SeenValue(w, v.step, v.context_name))
         shared = [w for w, entries in holders.items() if len(entries) >= 2]
-        shared.sort(key=lambda w: (not w[0].isupper(), -len(holders[w]), w))
+        shared.sort(key=lambda w: (-len(holders[w]), w))
         return [first[w] for w in shared[:limit]]
 
     def sample_names(self, limit: int = 12, keys: int = 8) -> dict[str, list[str]]:
