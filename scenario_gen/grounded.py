@@ -180,18 +180,37 @@ _PRESENT = re.compile(
 _PARENT = re.compile(r"\b(previous|parent|preceding|prior (commit|version|revision)|when\b.{0,80}?\bwas made)\b", re.I)
 
 
-def _backwards(asks: str, arguments: dict[str, Any]) -> str:
+def _backwards(asks: str, arguments: dict[str, Any], result: str = "") -> str:
     """A range filter asked the other way: the log up to a date (`end_timestamp`) asked as "after"
-    it, 2 of 20 git tasks read (2026-12-07). Returns the filter, or ""."""
+    it, 2 of 20 git tasks read (2026-12-07). Or asked with no side at all ("How many entries ...
+    with the commit timestamp of 'Document the CSV format'?"), or with a strict word for a bound the
+    result holds an entry at ("before 17:40" for a log up to 17:40 that lists the 17:40 commit): 2 more
+    of 20 git tasks read (2026-12-07, evening). Returns the filter and what is wrong, or ""."""
     for key, value in arguments.items():
         # time filters only: `to`/`from` of a conversion and `max_count` of a log have no direction
         if not TIME_PARAM.search(key) or not isinstance(value, str | int | float) or isinstance(value, bool):
             continue
-        if _UP_TO.search(key) and not _FROM.search(key) and _AFTER_WORDS.search(asks):
+        up_to, since = _UP_TO.search(key) and not _FROM.search(key), _FROM.search(key) and not _UP_TO.search(key)
+        at_bound = str(value) in result  # the result lists an entry at the bound itself: it is inclusive
+        if up_to and _AFTER_WORDS.search(asks):
             return f"{key}={value}: up to it"
-        if _FROM.search(key) and not _UP_TO.search(key) and _BEFORE_WORDS.search(asks):
+        if since and _BEFORE_WORDS.search(asks):
             return f"{key}={value}: from it on"
+        if up_to and not _BEFORE_WORDS.search(asks):
+            return f"{key}={value}: say up to it (until, up to, by)"
+        if since and not _AFTER_WORDS.search(asks) and not _FROM_ON.search(asks):
+            return f"{key}={value}: say from it on (since, from ... on)"
+        if up_to and at_bound and _STRICT_BEFORE.search(asks) and not _INCLUSIVE.search(asks):
+            return f"{key}={value}: up to and including it (until, up to), not before it"
+        if since and at_bound and _STRICT_AFTER.search(asks) and not _INCLUSIVE.search(asks):
+            return f"{key}={value}: from it on, itself included (since, from ... on), not after it"
     return ""
+
+
+_STRICT_BEFORE = re.compile(r"\b(before|earlier than|older than|prior to)\b", re.IGNORECASE)
+_STRICT_AFTER = re.compile(r"\b(after|later than|newer than)\b", re.IGNORECASE)
+_INCLUSIVE = re.compile(r"\b(on or (before|after)|up to and including|or (earlier|later)|inclusive|including)\b", re.I)
+_FROM_ON = re.compile(r"\b(from|starting|as of)\b.{0,80}?\b(on|onwards?|forward)\b|\bstarting (at|from|on)\b", re.I)
 
 
 _BETWEEN = re.compile(r"\b(between|among)\b", re.IGNORECASE)
@@ -504,7 +523,7 @@ class GroundedWriter:
                 return f"the question must ask for {c.fact.what}"
             if c.fact.compares and not (_COMPARISON.search(asks) and _PRESENT.search(asks) and not _PARENT.search(asks)):
                 return f"the question must ask for {c.fact.what} (a comparison with now: use a word like 'since')"
-            if wrong := _backwards(asks, c.chain[-1].arguments):
+            if wrong := _backwards(asks, c.chain[-1].arguments, c.chain[-1].result_text):
                 return f"the question must ask for {c.fact.what} in the filter's direction ({wrong})"
             named = [kind[0] for kind in c.fact.kinds if any(_has_word(asks, w) for w in kind)]
             if named and len(named) < len(c.fact.kinds):

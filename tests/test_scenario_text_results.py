@@ -761,3 +761,23 @@ def test_the_other_end_of_a_link_is_asked_with_who_or_which_not_the_key_s_prepos
     assert task is not None and task.reference_answer == "Ines Moreau"
     task, problems = write(GRAPH, {}, married, ["Is Paul Moreau married?"] * 3)
     assert task is None and list(problems) == ["question rejected (asked for something else)"]
+
+
+def test_a_time_filter_is_asked_with_its_side_and_a_bound_an_entry_sits_at_is_no_strict_before():
+    """A git log up to a commit's own time lists that commit: "Which commits were made before
+    2026-10-03 17:40?" -> both, with the 17:40 one, and "How many entries ... with the commit timestamp
+    of 'Document the CSV format'?" -> 4 says no side at all (2 of 20 git tasks read, 2026-12-07)."""
+    bound = "2025-05-12 08:40:00+01:00"  # the second commit of GIT_LOG sits at it
+    until = {"repo_path": "/srv/repo", "end_timestamp": bound}
+    one = lambda f: f.rule.kind == "count" and f.rule.where is None  # noqa: E731
+    for wrong in (
+        f"How many commits were made in /srv/repo before {bound}?",
+        f"How many commits in /srv/repo have the commit timestamp {bound}?",
+    ):
+        task, problems = write(GIT_LOG, until, one, [wrong] * 3)
+        assert task is None and list(problems) == ["question rejected (asked for something else)"], wrong
+    for right in (f"How many commits were made in /srv/repo up to {bound}?", f"How many commits were made in /srv/repo on or before {bound}?"):
+        assert write(GIT_LOG, until, one, [right])[0].reference_answer == "2", right
+    # a bound no entry sits at may be asked with "before"
+    free = {"repo_path": "/srv/repo", "end_timestamp": "2025-05-13 00:00:00+01:00"}
+    assert write(GIT_LOG, free, one, [f"How many commits were made in /srv/repo before {free['end_timestamp']}?"])[0] is not None
