@@ -267,6 +267,18 @@ def gives_answer_away(question: str, answer: str, mentions: list[list[str]]) -> 
     return re.search(rf"(?<![\w.]){re.escape(a)}(?![\w])", question.lower()) is not None
 
 
+def _lists_its_answer(question: str, c: Candidate) -> bool:
+    """A list asked for by naming every entry of it: "What are the local branches ..., including
+    'feature/charts', 'fix/rounding', and 'main'?" (1 of 20 git tasks read, 2026-12-07)."""
+    if c.fact.rule.kind != "names":
+        return False
+    given = {m.lower() for g in c.mentions for m in g}
+    items = [a.strip().lower() for a in c.fact.answer.split(", ") if a.strip()]
+    q = question.lower()
+    found = [a for a in items if re.search(rf"(?<![\w.]){re.escape(a)}(?![\w])", q)]
+    return len(items) >= 2 and len(found) == len(items) and not set(items) <= given
+
+
 _LABELS = (
     ("must mention", "did not name what it asks about"),
     ("must ask for", "asked for something else"),
@@ -498,7 +510,7 @@ class GroundedWriter:
                 return "the question names a tool"
             if missing := mentions_ok(q, c.mentions):
                 return "the question must mention " + " and ".join(repr(m) for m in missing)
-            if gives_answer_away(q, c.fact.answer, c.mentions):
+            if gives_answer_away(q, c.fact.answer, c.mentions) or _lists_its_answer(q, c):
                 return "the question contains its own answer"
             # on the question's own words: a file named `contacts.json` or a folder `results` is no talk
             # about the data (17 filesystem questions were refused for ".json", 2026-12-07)

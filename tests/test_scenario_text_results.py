@@ -781,3 +781,13 @@ def test_a_time_filter_is_asked_with_its_side_and_a_bound_an_entry_sits_at_is_no
     # a bound no entry sits at may be asked with "before"
     free = {"repo_path": "/srv/repo", "end_timestamp": "2025-05-13 00:00:00+01:00"}
     assert write(GIT_LOG, free, one, [f"How many commits were made in /srv/repo before {free['end_timestamp']}?"])[0] is not None
+
+
+def test_a_list_asked_for_by_naming_every_entry_gives_its_answer_away():
+    """"What are the local branches ..., including 'feature/charts', 'fix/rounding', and 'main'?" was
+    kept (1 of 20 git tasks read, 2026-12-07): each entry alone is no answer, all of them are."""
+    names = lambda f: f.rule.kind == "names"  # noqa: E731
+    task, problems = write(CITIES, {}, names, ["Which cities are listed, including Tromso, Bergen and Stavanger?"] * 3)
+    assert task is None and list(problems) == ["question rejected (gave the answer away)"]
+    task, _ = write(CITIES, {}, names, ["Which cities are listed? Tromso is one, I think."])
+    assert task is not None and task.reference_answer == "Tromso, Bergen, Stavanger"
