@@ -196,7 +196,7 @@ def _backwards(asks: str, arguments: dict[str, Any], result: str = "") -> str:
             return f"{key}={value}: up to it"
         if since and _BEFORE_WORDS.search(asks):
             return f"{key}={value}: from it on"
-        if up_to and not _BEFORE_WORDS.search(asks):
+        if up_to and not _BEFORE_WORDS.search(asks) and not re.search(r"\bbetween\b", asks, re.I):
             return f"{key}={value}: say up to it (until, up to, by)"
         if since and not _AFTER_WORDS.search(asks) and not _FROM_ON.search(asks):
             return f"{key}={value}: say from it on (since, from ... on)"

@@ -776,7 +776,11 @@ def test_a_time_filter_is_asked_with_its_side_and_a_bound_an_entry_sits_at_is_no
     ):
         task, problems = write(GIT_LOG, until, one, [wrong] * 3)
         assert task is None and list(problems) == ["question rejected (asked for something else)"], wrong
-    for right in (f"How many commits were made in /srv/repo up to {bound}?", f"How many commits were made in /srv/repo on or before {bound}?"):
+    for right in (
+        f"How many commits were made in /srv/repo up to {bound}?",
+        f"How many commits were made in /srv/repo on or before {bound}?",
+        f"How many commits were made in /srv/repo between 2025-05-01 and {bound}?",  # kept by a probe
+    ):
         assert write(GIT_LOG, until, one, [right])[0].reference_answer == "2", right
     # a bound no entry sits at may be asked with "before"
     free = {"repo_path": "/srv/repo", "end_timestamp": "2025-05-13 00:00:00+01:00"}
