@@ -20,7 +20,8 @@ from scenario_gen import GenerateConfig, Task, apply_rule, generate_tasks
 
 
 class FakeSolver:
-    """A fake agent that knows each grounded task's reference calls: it makes them, then answers with the
+    """A fake agent that knows each grounded task's reference calls: it makes them, one a turn (an id a
+    later call needs comes from an earlier turn's result, or it is invented), then answers with the
     value its rule reads from the results. As a judge it says every attempt succeeded."""
 
     name = "fake-solver"
@@ -36,9 +37,9 @@ class FakeSolver:
         results = [m["content"] for m in messages if m["role"] == "tool"]
         if not task.reference_calls:
             return [Completion(text="Here is what you asked for.")]
-        if not results:
-            calls = [json.dumps({"name": c.tool, "arguments": c.arguments}) for c in task.reference_calls]
-            return [Completion(text="\n".join(calls))]
+        if len(results) < len(task.reference_calls):  # one call a turn: a later call uses an earlier result
+            c = task.reference_calls[len(results)]
+            return [Completion(text=json.dumps({"name": c.tool, "arguments": c.arguments}))]
         return [Completion(text=f"The answer is {apply_rule(task.answer_rule, results)}.")]
 
 
