@@ -197,7 +197,7 @@ def _backwards(asks: str, arguments: dict[str, Any], result: str = "") -> str:
         if since and _BEFORE_WORDS.search(asks):
             return f"{key}={value}: from it on"
         if up_to and not _BEFORE_WORDS.search(asks) and not re.search(r"\bbetween\b", asks, re.I):
-            return f"{key}={value}: say up to it (until, up to, by)"
+            return f"{key}={value}: say up to it (until, up to, between)"
         if since and not _AFTER_WORDS.search(asks) and not _FROM_ON.search(asks):
             return f"{key}={value}: say from it on (since, from ... on)"
         if up_to and at_bound and _STRICT_BEFORE.search(asks) and not _INCLUSIVE.search(asks):
