@@ -264,7 +264,12 @@ def gives_answer_away(question: str, answer: str, mentions: list[list[str]]) -> 
         return any(re.search(rf"(?<![\d:]){re.escape(v)}(?!\d)", q) for v in value_variants(a))
     if len(a) >= 5 and any(c.isdigit() for c in a):
         return a in question.lower()  # a date or an id inside a longer token still gives it away
-    return re.search(rf"(?<![\w.]){re.escape(a)}(?![\w])", question.lower()) is not None
+    return _holds(question.lower(), a)
+
+
+def _holds(text: str, value: str) -> bool:
+    """`value` stands in `text` as a whole word or phrase (both lower case)."""
+    return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", text) is not None
 
 
 def _lists_its_answer(question: str, c: Candidate) -> bool:
@@ -275,8 +280,7 @@ def _lists_its_answer(question: str, c: Candidate) -> bool:
     given = {m.lower() for g in c.mentions for m in g}
     items = [a.strip().lower() for a in c.fact.answer.split(", ") if a.strip()]
     q = question.lower()
-    found = [a for a in items if re.search(rf"(?<![\w.]){re.escape(a)}(?![\w])", q)]
-    return len(items) >= 2 and len(found) == len(items) and not set(items) <= given
+    return len(items) >= 2 and all(_holds(q, a) for a in items) and not set(items) <= given
 
 
 _LABELS = (
