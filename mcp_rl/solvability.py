@@ -23,6 +23,7 @@ machine, or `--no-solvability`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ from mcp_rl.task import Task
 from mcp_rl.toolcalls import parse_message
 from mcp_rl.trajectory import Trajectory
 from scenario_gen.grounded import verify
+from scenario_gen.self_contained import unsupported_terms
 
 
 class SolvabilitySettings(BaseModel):
@@ -62,7 +64,11 @@ async def _solve_rates(
     max_turns: int,
     on_episode: Callable[[Trajectory], None] | None = None,
     on_graded: Callable[[], None] | None = None,
+    why: dict[str, str] | None = None,
+    seen: str = "",
 ) -> list[float | None]:
+    """Each task's share of solved attempts (None: none could be graded). A written task whose judged
+    success rests on words no tool or result mentions fails, its reason put in `why`."""
     from judges.success import decide_success
     from mcp_rl.rollout.loop import RolloutConfig, run_tasks
 
@@ -72,6 +78,7 @@ async def _solve_rates(
     )
     groups = await run_tasks(model, pool, list(tasks), n=attempts, config=rollout, on_episode=on_episode)
     rates: list[float | None] = []
+    why = {} if why is None else why
     for task, trajs in zip(tasks, groups, strict=True):
         trajs = [await _last_word(model, t) for t in trajs]
         reference = task.reference_answer
@@ -80,12 +87,38 @@ async def _solve_rates(
             reference = outcome.fresh_answer or reference
         outcomes = []
         for t in trajs:
-            outcomes.append(_outcome(await decide_success(t, task, judge, references=[reference]), t))
+            outcome = _outcome(await decide_success(t, task, judge, references=[reference]), t)
+            if (
+                outcome
+                and not reference
+                and _read_some(t)
+                and (unknown := unsupported_terms(task.text, f"{seen} {_seen(t)}"))
+            ):
+                outcome = False  # a judged success at a task that speaks of what the server never said
+                why[task.id] = UNSUPPORTED.format(words=", ".join(repr(w) for w in unknown[:3]))
+            outcomes.append(outcome)
             if on_graded is not None:
                 on_graded()
         known = [v for v in outcomes if v is not None]
         rates.append(sum(known) / len(known) if known else None)
     return rates
+
+
+UNSUPPORTED = "speaks of {words}, which no tool, exploration result or attempt at it mentions"
+NOT_SOLVED = "no attempt solved it"
+
+
+def _read_some(traj: Trajectory) -> bool:
+    """The attempt got a result: only then can it say what the server holds (the tools' words alone
+    are too few; an inventory's "tents" are in no tool description)."""
+    return any(c.status is CallStatus.OK for c in traj.tool_calls)
+
+
+def _seen(traj: Trajectory) -> str:
+    """What an attempt could know of the server: the offered tools' own words, its calls, their results."""
+    tools = json.dumps(traj.metadata.get("tools", []))
+    calls = " ".join(f"{c.name} {json.dumps(c.arguments or {})} {c.result_text}" for c in traj.tool_calls)
+    return f"{tools} {calls}"
 
 
 LAST_WORD = (
@@ -111,7 +144,9 @@ async def _last_word(model: ChatModel, traj: Trajectory) -> Trajectory:
         return traj
     messages.append({"role": "assistant", "content": text})
     metadata = {**traj.metadata, "answer_asked_for": True}
-    return traj.model_copy(update={"messages": messages, "final_answer": text, "end": "answer", "metadata": metadata})
+    return traj.model_copy(
+        update={"messages": messages, "final_answer": text, "end": "answer", "metadata": metadata}
+    )
 
 
 def _outcome(verdict: Any, traj: Any) -> bool | None:
@@ -159,12 +194,16 @@ async def check_solvability(
     max_turns: int = 6,
     grounded: bool = True,
     say: Callable[[str], None] | None = None,
+    dropped: Callable[[Task, str], None] | None = None,
+    seen: str = "",
 ) -> list[Task]:
     """Tasks the checker solved at least once (or could not be judged), marked in `notes`; tasks not
     attempted (grounded ones, with `grounded=False`) pass through unmarked, in their place.
 
     `pool` is a `mcp_rl.rollout.pool.SessionPool` on the same server. `say` hears one line per finished
-    attempt: the pass took 20-40 minutes of a git generation (2026-12-05), silent until then."""
+    attempt: the pass took 20-40 minutes of a git generation (2026-12-05), silent until then. `dropped`
+    hears each dropped task with the reason. `seen` is what exploration saw of the server (calls and
+    results): a word of a task is the server's when the tools, exploration or the attempt mention it."""
     tried = [t for t in tasks if grounded or t.source != "grounded"]
     if not tried:
         return list(tasks)
@@ -189,7 +228,10 @@ async def check_solvability(
         if say is not None:
             say(f"solvability: {graded} of {total} attempts graded")
 
-    rates = await _solve_rates(checker, pool, tried, attempts, checker, max_turns, attempted, judged)
+    why: dict[str, str] = {}
+    rates = await _solve_rates(
+        checker, pool, tried, attempts, checker, max_turns, attempted, judged, why, seen
+    )
     policy_rates = (
         await _solve_rates(policy, pool, tried, attempts, checker, max_turns, attempted, judged)
         if policy is not None
@@ -199,6 +241,8 @@ async def check_solvability(
     for i, (task, rate) in enumerate(zip(tried, rates, strict=True)):
         if rate == 0.0:
             marked[task.id] = None
+            if dropped is not None:
+                dropped(task, why.get(task.id, NOT_SOLVED))
             continue
         notes = {**task.notes, "checker_solve_rate": rate, "solve_rate": rate, "solved": _mark(rate)}
         if policy_rates is not None:

@@ -144,7 +144,9 @@ class Trainer:
             return None
         checker = self.model(check.check_with or self.cfg.generator)
 
-        async def hook(tasks: list[Task], say: Callable[[str], None]) -> list[Task]:
+        async def hook(
+            tasks: list[Task], say: Callable[[str], None], dropped: Callable[[Task, str], None], seen: str
+        ) -> list[Task]:
             return await check_solvability(
                 tasks,
                 pool,
@@ -153,6 +155,8 @@ class Trainer:
                 max_turns=check.max_turns,
                 grounded=check.grounded,
                 say=say,
+                dropped=dropped,
+                seen=seen,
             )
 
         return hook

@@ -11,6 +11,7 @@ split and provenance. Grounded tasks come first in the set: they are the ones a 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 from collections import Counter
@@ -36,7 +37,9 @@ from scenario_gen.validate import Verdict, check_task, drop_near_duplicates, lea
 from scenario_gen.writer import TaskWriter, WrittenItem, task_id
 
 ProgressFn = Callable[[str, GenReport], None]
-SolvabilityFn = Callable[[list[Task], Callable[[str], None]], Awaitable[list[Task]]]
+SolvabilityFn = Callable[
+    [list[Task], Callable[[str], None], Callable[[Task, str], None], str], Awaitable[list[Task]]
+]
 """Takes the kept tasks, returns those to keep (with `notes` marks); see `mcp_rl.solvability`."""
 
 
@@ -168,7 +171,9 @@ class _Run:
             tally["done"] += 1
             tally["usable"] += task is not None
             if tally["done"] % 5 == 0:  # a page takes 30-60 min on 1 CPU thread: a sign of life
-                self._say(f"grounded questions: {tally['done']} of {len(page)} written, {tally['usable']} usable")
+                self._say(
+                    f"grounded questions: {tally['done']} of {len(page)} written, {tally['usable']} usable"
+                )
             return task
 
         written = await asyncio.gather(*(write(c) for c in page))
@@ -386,7 +391,9 @@ async def generate_tasks(
     run = _Run(session, model, cfg, progress, similarity or default_similarity(), journal)
     if journal and journal.resumed:
         run.report.resumed = journal.made
-        run._say(f"resuming: {len(journal.grounded)} grounded and {len(journal.written)} written tasks from {journal.path}")
+        run._say(
+            f"resuming: {len(journal.grounded)} grounded and {len(journal.written)} written tasks from {journal.path}"
+        )
     t0 = time.monotonic()
     explore = await run.explore()
     want_grounded = math.ceil(cfg.n * cfg.grounded_share)
@@ -400,10 +407,17 @@ async def generate_tasks(
     if solvability is not None and tasks:
         t1 = time.monotonic()
         run._say("solvability pass")
-        checked = await solvability(tasks, run._say)
+        told: set[str] = set()
+
+        def dropped(task: Task, why: str) -> None:
+            told.add(task.id)
+            run.report.drop(why, example=task.text)
+
+        seen = " ".join(f"{json.dumps(st.arguments)} {st.result_text}" for st in explore.steps)
+        checked = await solvability(tasks, run._say, dropped, seen)
         kept_ids = {t.id for t in checked}
         for t in tasks:
-            if t.id not in kept_ids:
+            if t.id not in kept_ids and t.id not in told:
                 run.report.drop("no attempt solved it", example=t.text)
         tasks = checked
         run.report.timings["solvability"] = time.monotonic() - t1

@@ -122,6 +122,79 @@ def rule_reason(text: str, tools: list[ToolSpec]) -> str | None:
     return None
 
 
+# Words any request may use whatever the server holds: what to do, asking, quantity, order, time, money.
+_GENERAL = frozenset(
+    re.findall(
+        r"\w+",
+        """
+        about above across actual add added adding after again against all along also among amount
+        another answer anyone anything appear around ask asked available average based because been
+        before begin begins being below best better between bigger biggest both bought bring buy
+        calculate call called can carry change cheap cheaper check choice choose combine compare
+        complete compute console contain contained contains content contents cost costs could count
+        create created current currently data date describe described detail details determine differ
+        different display does doing dollar dollars done double dozen each eight either eleven else
+        empty end ends enough entire euro euros every everyone everything exact exactly exceed exceeds
+        exist existing exists expensive explain fetch fewer field fields filter find first five
+        following four from full fully general get getting give given going good greater half have
+        having help here higher highest hundred identify include included includes including indicating
+        info information into item items just keep kind know known large largest last latest least left
+        less letter like list located longer look lower lowest made make many matching maximum mean
+        mention mentioned minimum money more most much must name named names need new newer newest next
+        nine note nothing number numbers object objects often older oldest once one only open option
+        options order other over overview people please present price prices print product products
+        provide provided put read recent recently recommend record records related remaining remove
+        report request retrieve return same save screen search see sell seven shorter should show shown
+        similar single six smaller smallest sold some somebody someone something sort specific spend
+        spent start starting state stating stored such suggest summarize summary tell ten than that
+        their them then there these they thing things this those thousand three through time today total
+        twelve twenty twice two type types under update using value values view want what when where
+        whether which while whole will with within without worst would your
+        """,
+    )
+)
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']{2,}'|`[^`]*`")
+_PATHLIKE = re.compile(r"\S*[\w)][/\\.:@#][\w(]\S*")  # a path, file name, address or id: a value, not a word
+
+
+def _root(word: str) -> str:
+    """A crude English root: "lives", "living" and "live" all give "liv"; "teaches" gives "teach"."""
+    for suffix in ("ies", "ing", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _supported(word: str, known: set[str]) -> bool:
+    """`word` (lower case), a word of the same root, or one sharing its first five letters ("teaches",
+    "teacher") is known."""
+    if word in known:
+        return True
+    root = _root(word)
+    return any(_root(k) == root or (len(word) >= 5 and k[:5] == word[:5]) for k in known)
+
+
+def unsupported_terms(text: str, known_text: str) -> list[str]:
+    """Words of a task (four letters or more, outside its quoted values, not a word any request uses)
+    that `known_text` never mentions: what the task speaks of that the server did not describe or
+    return. `known_text` is the tools' own words plus what one attempt at the task called and got back.
+
+    Why: the writer's false premises and requests no tool can serve passed both the writer model's
+    self-contained verdict and the solvability pass's judge, 2026-12-07 on the memory graph server
+    ("What is the city where Anna Weber teaches?", "I want to know who is the mother of Anna Weber.",
+    "Schedule a meeting between Paul Moreau and Anna Weber.": each kept, each solved "always")."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", known_text).replace("_", " ")
+    known = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", spaced)}
+    asked = re.findall(r"[A-Za-z]{4,}", _PATHLIKE.sub(" ", _QUOTED.sub(" ", text)))
+    out: list[str] = []
+    for w in asked:
+        low = re.sub(r"'s$", "", w.lower())
+        superlative = low.endswith("est") and len(low) > 6  # "cheapest", "lightest": an order, not a thing
+        if low not in _GENERAL and not superlative and not _supported(low, known) and low not in out:
+            out.append(low)
+    return out
+
+
 class Answerability(BaseModel):
     """The writer model's verdict. Lenient about shapes: "yes"/"no" read as booleans."""
 

@@ -15,7 +15,7 @@ from judges.judge_prompts import VERDICT_SYSTEM
 from mcp_rl.models.base import Completion
 from mcp_rl.rollout.pool import SessionPool
 from mcp_rl.servers import ServerSession, ServerSpec, ToolPolicy
-from mcp_rl.solvability import LAST_WORD, SolvabilitySettings, check_solvability
+from mcp_rl.solvability import LAST_WORD, UNSUPPORTED, SolvabilitySettings, check_solvability
 from scenario_gen import GenerateConfig, Task, apply_rule, generate_tasks
 
 
@@ -125,10 +125,11 @@ def test_generate_reports_the_tasks_no_attempt_solved():
             ServerSession(spec.with_connection(result_budget=20000), READS) as s,
         ):
 
-            async def solvability(ts, say):
+            async def solvability(ts, say, dropped, seen):
                 return await check_solvability(
-                    ts, pool, FakeGiveUp(), attempts=1, max_turns=2, grounded=False, say=say
-                )
+                    ts, pool, FakeGiveUp(), attempts=1, max_turns=2, grounded=False, say=say, dropped=dropped,
+                    seen=seen,
+                )  # fmt: skip
 
             cfg = GenerateConfig(n=4, grounded_share=0.5, seed=5)
             progress = lambda msg, _report: said.append(msg)  # noqa: E731
@@ -244,3 +245,39 @@ def test_an_attempt_whose_every_call_failed_and_never_answered_drops_the_task(ta
     assert written and _check(written, FakeWrongCaller()) == []
     # control: the same silence after an OK call says nothing about the task (see the looper above)
     assert len(_check(written, FakeLooper())) == len(written)
+
+
+class FakeCategoryReader:
+    """A fake checker that lists the categories, then answers with the first one and its count, whatever
+    the task asked; as a judge it accepts every answer (the 1.5B writer's judge accepted "the city where
+    Anna Weber teaches" when she teaches nowhere)."""
+
+    name = "fake-category-reader"
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] == VERDICT_SYSTEM:
+            return [Completion(text='{"success": true, "explanation": "looks right"}')]
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        if not results:
+            return [Completion(text=json.dumps({"name": "list_categories", "arguments": {}}))]
+        first, _ = json.JSONDecoder().raw_decode(results[0])  # one category per content block
+        first = first[0] if isinstance(first, list) else first
+        return [Completion(text=f"The {first['category']} category holds {first['item_count']} items.")]
+
+
+def test_a_task_that_speaks_of_what_the_server_never_said_is_dropped_with_its_reason():
+    premise = Task(id="w-premise", text="Which supplier was paid the most last winter?")
+    sound = Task(id="w-sound", text="How many items does each category hold?")
+    drops: list[tuple[str, str]] = []
+
+    async def go():
+        async with SessionPool(ServerSpec.parse(INVENTORY), READS, size=1) as pool:
+            return await check_solvability(
+                [premise, sound], pool, FakeCategoryReader(), attempts=1, max_turns=3, grounded=False,
+                dropped=lambda t, why: drops.append((t.id, why)),
+            )  # fmt: skip
+
+    kept = anyio.run(go)
+    # both attempts made an OK call and were judged right; only the sound task's words are the server's
+    assert [t.id for t in kept] == ["w-sound"] and kept[0].notes["solved"] == "always"
+    assert drops == [("w-premise", UNSUPPORTED.format(words="'supplier', 'paid', 'winter'"))]

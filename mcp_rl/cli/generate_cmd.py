@@ -114,11 +114,11 @@ async def _run(
         from mcp_rl.rollout.pool import SessionPool
         from mcp_rl.solvability import check_solvability
 
-        async def solvability(tasks: list[Any], say: Any) -> list[Any]:
+        async def solvability(tasks: list[Any], say: Any, dropped: Any, seen: str) -> list[Any]:
             async with SessionPool(spec, policy, size=2) as pool:
                 return await check_solvability(
                     tasks, pool, checker, attempts=check.attempts, policy=policy_model,
-                    max_turns=check.max_turns, grounded=check.grounded, say=say,
+                    max_turns=check.max_turns, grounded=check.grounded, say=say, dropped=dropped, seen=seen,
                 )  # fmt: skip
 
     # exploration reads whole results (a cut JSON result yields no facts)
