@@ -26,6 +26,7 @@ from scenario_gen.self_contained import (
     UNLISTED,
     rule_reason,
     self_contained,
+    unsupported_terms,
 )
 
 STATS_LAB = f"{sys.executable} -m examples.servers.stats_lab"
@@ -140,3 +141,27 @@ def test_generate_drops_written_tasks_that_give_no_data_and_shows_why():
     render(report, Console(file=out, width=250))
     shown = out.getvalue()
     assert OWN_DATA in shown and "What is the average of my friends' ages?" in shown
+
+
+# What a memory-graph server said of one person (the shape of the npm memory server's results).
+GRAPH = '{"name": "Anna Weber", "entityType": "person", "observations": ["lives in Berlin", "is a dentist"]}'
+
+
+@pytest.mark.parametrize(
+    ("text", "unknown"),
+    [
+        # false premises and requests no tool serves: kept "always solved" by the 1.5B judge (2026-12-07)
+        ("I want to know who is the mother of Anna Weber.", ["mother"]),
+        ("Schedule a meeting between Anna Weber and her dentist.", ["schedule", "meeting"]),
+        # what the server said, in other forms of its words
+        ("Where does Anna Weber live?", []),
+        ("Which person living in Berlin is a dentist?", []),
+        # request words, orders and amounts are nobody's data
+        ("Show me the three oldest entities and tell me the cheapest one.", []),
+        # values the task carries are its own: quoted, paths, file names
+        ("Add the observation 'plays the violin' to Anna Weber.", []),
+        ("Read /srv/notes/todo.md and README.md for Anna Weber.", []),
+    ],
+)
+def test_words_a_task_speaks_of_must_be_the_servers(text, unknown):
+    assert unsupported_terms(text, GRAPH) == unknown
