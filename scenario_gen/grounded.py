@@ -177,7 +177,12 @@ _BEFORE_WORDS = re.compile(
 _PRESENT = re.compile(
     r"\b(now|current(ly)?|latest|today|present|head|since|working (tree|copy|directory))\b", re.IGNORECASE
 )
-_PARENT = re.compile(r"\b(previous|parent|preceding|prior (commit|version|revision)|when\b.{0,80}?\bwas made)\b", re.I)
+# "in the commit that ... since the last commit" reads as the commit's own change too (1 of 20, evening)
+_PARENT = re.compile(
+    r"\b(previous|parent|preceding|prior (commit|version|revision)|when\b.{0,80}?\bwas made|"
+    r"in (the|that|this) commit|since the last commit)\b",
+    re.I,
+)
 
 
 def _backwards(asks: str, arguments: dict[str, Any], result: str = "") -> str:

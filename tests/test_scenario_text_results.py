@@ -715,6 +715,7 @@ def test_a_comparison_diff_is_asked_as_a_comparison_and_a_filter_keeps_its_direc
         "How many files were changed in the commit 9f1c2ab since the previous commit?",
         "How many files changed when commit 9f1c2ab was made, compared to the one before it?",
         "How many entries in the release branch were made in comparison to the 9f1c2ab branch?",
+        "How many files were modified in the commit 9f1c2ab since the last commit?",  # evening's set
     ):
         assert write(diff, args, count, [wrong] * 3)[0] is None, wrong
     now = "How many files differ between commit 9f1c2ab and the current working tree?"
