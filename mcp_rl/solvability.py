@@ -9,7 +9,10 @@ give GRPO no signal (every episode in the group scores the same), which the trai
 them less.
 
 Grounded tasks are checked against their reference answer, refreshed by re-running the reference
-calls when it depends on time or state; other tasks by the checker's own binary verdict.
+calls when it depends on time or state; other tasks by the checker's own binary verdict, which fails
+when the task speaks of words that neither the tools, nor exploration, nor the attempt's calls and
+results mention (`scenario_gen.self_contained.unsupported_terms`): the 1.5B writer's verdict accepted
+every written task of a memory-graph set, false premises included (2026-12-07).
 
 Cost, measured (2026-12-03, the offline 1.5B writer on one thread of 2 shared cores, load average
 6-7): 4 written stats_lab tasks, 1 attempt of at most 3 turns each, took 540 s (about 40 CPU-seconds
