@@ -10,7 +10,7 @@ them less.
 
 Grounded tasks are checked against their reference answer, refreshed by re-running the reference
 calls when it depends on time or state; other tasks by the checker's own binary verdict, which fails
-when the task speaks of words that neither the tools, nor exploration, nor the attempt's calls and
+when the task speaks of words that neither the tools, nor exploration's results, nor the attempt's
 results mention (`scenario_gen.self_contained.unsupported_terms`): the 1.5B writer's verdict accepted
 every written task of a memory-graph set, false premises included (2026-12-07).
 
@@ -34,11 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_rl.models.base import ChatModel, SamplingParams
 from mcp_rl.servers.results import CallStatus
+from mcp_rl.servers.tool_class import classify
 from mcp_rl.task import Task
 from mcp_rl.toolcalls import parse_message
 from mcp_rl.trajectory import Trajectory
 from scenario_gen.grounded import verify
-from scenario_gen.self_contained import unsupported_terms
+from scenario_gen.self_contained import said, unsupported_terms
 
 
 class SolvabilitySettings(BaseModel):
@@ -82,6 +83,7 @@ async def _solve_rates(
     groups = await run_tasks(model, pool, list(tasks), n=attempts, config=rollout, on_episode=on_episode)
     rates: list[float | None] = []
     why = {} if why is None else why
+    reads = {t.name for t in pool.tools if classify(t).kind == "read"}
     for task, trajs in zip(tasks, groups, strict=True):
         trajs = [await _last_word(model, t) for t in trajs]
         reference = task.reference_answer
@@ -95,7 +97,7 @@ async def _solve_rates(
                 outcome
                 and not reference
                 and _read_some(t)
-                and (unknown := unsupported_terms(task.text, f"{seen} {_seen(t)}"))
+                and (unknown := unsupported_terms(task.text, f"{seen} {_seen(t, reads)}"))
             ):
                 outcome = False  # a judged success at a task that speaks of what the server never said
                 why[task.id] = UNSUPPORTED.format(words=", ".join(repr(w) for w in unknown[:3]))
@@ -107,7 +109,7 @@ async def _solve_rates(
     return rates
 
 
-UNSUPPORTED = "speaks of {words}, which no tool, exploration result or attempt at it mentions"
+UNSUPPORTED = "speaks of {words}, which no tool, exploration result or result of its attempt mentions"
 NOT_SOLVED = "no attempt solved it"
 
 
@@ -117,11 +119,18 @@ def _read_some(traj: Trajectory) -> bool:
     return any(c.status is CallStatus.OK for c in traj.tool_calls)
 
 
-def _seen(traj: Trajectory) -> str:
-    """What an attempt could know of the server: the offered tools' own words, its calls, their results."""
+def _seen(traj: Trajectory, reads: set[str]) -> str:
+    """What an attempt learned of the server: the offered tools' own words and what its calls returned.
+    A read's result, less its arguments: they echo the task ("Planning a trip to a nearby
+    organization." was kept after a search for its own words, 2026-12-07), and a search result may
+    echo its query. A write's whole result: it names what the task asked to store."""
     tools = json.dumps(traj.metadata.get("tools", []))
-    calls = " ".join(f"{c.name} {json.dumps(c.arguments or {})} {c.result_text}" for c in traj.tool_calls)
-    return f"{tools} {calls}"
+    results = " ".join(
+        said(c.result_text, c.arguments) if c.name in reads else c.result_text
+        for c in traj.tool_calls
+        if c.status is CallStatus.OK
+    )
+    return f"{tools} {results}"
 
 
 LAST_WORD = (
@@ -205,8 +214,8 @@ async def check_solvability(
 
     `pool` is a `mcp_rl.rollout.pool.SessionPool` on the same server. `say` hears one line per finished
     attempt: the pass took 20-40 minutes of a git generation (2026-12-05), silent until then. `dropped`
-    hears each dropped task with the reason. `seen` is what exploration saw of the server (calls and
-    results): a word of a task is the server's when the tools, exploration or the attempt mention it."""
+    hears each dropped task with the reason. `seen` is what exploration's calls returned: a word of a
+    task is the server's when the tools, exploration or the attempt's results mention it."""
     tried = [t for t in tasks if grounded or t.source != "grounded"]
     if not tried:
         return list(tasks)

@@ -11,7 +11,6 @@ split and provenance. Grounded tasks come first in the set: they are the ones a 
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
 from collections import Counter
@@ -31,7 +30,7 @@ from scenario_gen.explorer import ExplorableSession, Explorer
 from scenario_gen.gen_report import GenReport, count_problems
 from scenario_gen.grounded import GroundedWriter, grounded_id, verify
 from scenario_gen.journal import Journal
-from scenario_gen.self_contained import MODEL_SAYS, UNCHECKED, self_contained
+from scenario_gen.self_contained import MODEL_SAYS, UNCHECKED, said, self_contained
 from scenario_gen.split import split_report, split_tasks
 from scenario_gen.validate import Verdict, check_task, drop_near_duplicates, leaked_names, strip_tool_mentions
 from scenario_gen.writer import TaskWriter, WrittenItem, task_id
@@ -413,7 +412,7 @@ async def generate_tasks(
             told.add(task.id)
             run.report.drop(why, example=task.text)
 
-        seen = " ".join(f"{json.dumps(st.arguments)} {st.result_text}" for st in explore.steps)
+        seen = " ".join(said(st.result_text, st.arguments) for st in explore.steps if st.ok)
         checked = await solvability(tasks, run._say, dropped, seen)
         kept_ids = {t.id for t in checked}
         for t in tasks:

@@ -174,6 +174,26 @@ def _supported(word: str, known: set[str]) -> bool:
     return any(_root(k) == root or (len(word) >= 5 and k[:5] == word[:5]) for k in known)
 
 
+def said(result_text: str, arguments: dict[str, Any] | None) -> str:
+    """What a read's result says of the server, less the call's own string arguments: a search result
+    that echoes its query ("query": "supplier paid winter") says nothing of suppliers."""
+    out = result_text
+    for value in _strings(arguments or {}):
+        if len(value) >= 3:
+            out = out.replace(value, " ")
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
 def unsupported_terms(text: str, known_text: str) -> list[str]:
     """Words of a task (four letters or more, outside its quoted values, not a word any request uses)
     that `known_text` never mentions: what the task speaks of that the server did not describe or

@@ -260,7 +260,7 @@ class FakeCategoryReader:
         results = [m["content"] for m in messages if m["role"] == "tool"]
         if not results:
             return [Completion(text=json.dumps({"name": "list_categories", "arguments": {}}))]
-        first, _ = json.JSONDecoder().raw_decode(results[0])  # one category per content block
+        first, _ = json.JSONDecoder().raw_decode(results[-1])  # one category per content block
         first = first[0] if isinstance(first, list) else first
         return [Completion(text=f"The {first['category']} category holds {first['item_count']} items.")]
 
@@ -281,3 +281,59 @@ def test_a_task_that_speaks_of_what_the_server_never_said_is_dropped_with_its_re
     # both attempts made an OK call and were judged right; only the sound task's words are the server's
     assert [t.id for t in kept] == ["w-sound"] and kept[0].notes["solved"] == "always"
     assert drops == [("w-premise", UNSUPPORTED.format(words="'supplier', 'paid', 'winter'"))]
+
+
+class FakeEchoSearcher(FakeCategoryReader):
+    """The category reader, but its first call searches the task's own words (as the 1.5B writer searched
+    "nearby organization" for "Planning a trip to a nearby organization.") and finds nothing."""
+
+    name = "fake-echo-searcher"
+
+    async def chat(self, messages, tools=None, n=1, sampling=None):
+        if messages[0]["content"] != VERDICT_SYSTEM and not any(m["role"] == "tool" for m in messages):
+            words = " ".join(w for w in messages[1]["content"].rstrip("?.").split() if len(w) > 3)
+            return [Completion(text=json.dumps({"name": "search_items", "arguments": {"query": words}}))]
+        if messages[0]["content"] != VERDICT_SYSTEM and sum(m["role"] == "tool" for m in messages) == 1:
+            return [Completion(text=json.dumps({"name": "list_categories", "arguments": {}}))]
+        return await super().chat(messages, tools, n, sampling)
+
+
+def test_an_attempt_that_searched_the_tasks_own_words_does_not_make_them_the_servers():
+    premise = Task(id="w-premise", text="Which supplier was paid the most last winter?")
+    drops: list[tuple[str, str]] = []
+
+    async def go():
+        async with SessionPool(ServerSpec.parse(INVENTORY), READS, size=1) as pool:
+            return await check_solvability(
+                [premise], pool, FakeEchoSearcher(), attempts=1, max_turns=4, grounded=False,
+                dropped=lambda t, why: drops.append((t.id, why)),
+            )  # fmt: skip
+
+    assert anyio.run(go) == []
+    assert drops == [("w-premise", UNSUPPORTED.format(words="'supplier', 'paid', 'winter'"))]
+
+
+def test_what_a_write_stored_is_the_servers_and_what_a_read_echoed_is_not():
+    """The npm memory server's results echo both: `add_observations` the observation it stored,
+    `search_nodes`-like searches their query. Only the write's echo names something the server holds."""
+    from mcp_rl.servers.results import CallStatus
+    from mcp_rl.solvability import _seen
+    from mcp_rl.trajectory import ToolCallRecord, Trajectory
+    from scenario_gen.self_contained import unsupported_terms
+
+    stored = {"observations": [{"entityName": "Ines", "contents": ["works at a hospital"]}]}
+    write = ToolCallRecord(
+        turn=0, name="add_observations", arguments=stored, status=CallStatus.OK,
+        result_text='[{"entityName": "Ines", "addedObservations": ["works at a hospital"]}]',
+    )  # fmt: skip
+    search = write.model_copy(
+        update={
+            "name": "search_nodes",
+            "arguments": {"query": "hospital"},
+            "result_text": '{"query": "hospital", "entities": [{"name": "Ines", "observations": ["works at a pharmacy"]}]}',
+        }
+    )
+    task = "Note that Ines works at a hospital."
+    for call, unknown in ((write, []), (search, ["hospital"])):
+        traj = Trajectory(id="t", task_id="w", tool_calls=[call])
+        assert unsupported_terms(task, _seen(traj, reads={"search_nodes"})) == unknown
