@@ -96,7 +96,7 @@ async def _solve_rates(
             if (
                 outcome
                 and not reference
-                and _read_some(t)
+                and (_read_some(t) or seen.strip())
                 and (unknown := unsupported_terms(task.text, f"{seen} {_seen(t, reads)}"))
             ):
                 outcome = False  # a judged success at a task that speaks of what the server never said
@@ -114,8 +114,10 @@ NOT_SOLVED = "no attempt solved it"
 
 
 def _read_some(traj: Trajectory) -> bool:
-    """The attempt got a result: only then can it say what the server holds (the tools' words alone
-    are too few; an inventory's "tents" are in no tool description)."""
+    """The attempt got a result. With neither that nor exploration's results, the tools' words alone
+    are too few to say what the server holds (an inventory's "tents" are in no tool description).
+    With exploration's, an attempt that called nothing is checked too: "Planning a trip to a nearby
+    organization." was judged solved by prose that called no tool (memory graph, 2026-12-07)."""
     return any(c.status is CallStatus.OK for c in traj.tool_calls)
 
 

@@ -337,3 +337,28 @@ def test_what_a_write_stored_is_the_servers_and_what_a_read_echoed_is_not():
     for call, unknown in ((write, []), (search, ["hospital"])):
         traj = Trajectory(id="t", task_id="w", tool_calls=[call])
         assert unsupported_terms(task, _seen(traj, reads={"search_nodes"})) == unknown
+
+
+def test_a_success_that_called_no_tool_is_checked_against_what_exploration_saw():
+    """The 1.5B writer answered "Planning a trip to a nearby organization." with advice, calling no
+    tool, and its judge said solved (memory graph, 2026-12-07)."""
+    premise = Task(id="w-premise", text="Which supplier was paid the most last winter?")
+    sound = Task(id="w-sound", text="How many items does each category hold?")
+
+    def check(seen):
+        drops: list[str] = []
+
+        async def go():
+            async with SessionPool(ServerSpec.parse(INVENTORY), READS, size=1) as pool:
+                kept = await check_solvability(
+                    [premise, sound], pool, FakeSolver([premise, sound]), attempts=1, max_turns=2,
+                    grounded=False, dropped=lambda t, why: drops.append(t.id), seen=seen,
+                )  # fmt: skip
+                return [t.id for t in kept], drops
+
+        return anyio.run(go)
+
+    explored = '[{"category": "tents", "item_count": 4}] List the categories with how many items each holds.'
+    assert check(explored) == (["w-sound"], ["w-premise"])
+    # control: with nothing explored there is nothing to check the words against, and both stay
+    assert check("") == (["w-premise", "w-sound"], [])
