@@ -100,7 +100,7 @@ async def _solve_rates(
                 and (unknown := unsupported_terms(task.text, f"{seen} {_seen(t, reads)}"))
             ):
                 outcome = False  # a judged success at a task that speaks of what the server never said
-                why[task.id] = UNSUPPORTED.format(words=", ".join(repr(w) for w in unknown[:3]))
+                why[task.id] = f"{UNSUPPORTED}: {', '.join(repr(w) for w in unknown[:3])}"
             outcomes.append(outcome)
             if on_graded is not None:
                 on_graded()
@@ -109,7 +109,8 @@ async def _solve_rates(
     return rates
 
 
-UNSUPPORTED = "speaks of {words}, which no tool, exploration result or result of its attempt mentions"
+UNSUPPORTED = "speaks of what no tool, exploration result or result of its attempt mentions"
+"""A drop's kind; the words follow a colon (drops are counted by kind, the words go with the example)."""
 NOT_SOLVED = "no attempt solved it"
 
 

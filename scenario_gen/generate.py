@@ -410,7 +410,8 @@ async def generate_tasks(
 
         def dropped(task: Task, why: str) -> None:
             told.add(task.id)
-            run.report.drop(why, example=task.text)
+            kind, _, detail = why.partition(": ")  # counted by kind; the detail goes with the example
+            run.report.drop(kind, example=f"{task.text} ({detail})" if detail else task.text)
 
         seen = " ".join(said(st.result_text, st.arguments) for st in explore.steps if st.ok)
         checked = await solvability(tasks, run._say, dropped, seen)

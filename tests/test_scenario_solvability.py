@@ -280,7 +280,7 @@ def test_a_task_that_speaks_of_what_the_server_never_said_is_dropped_with_its_re
     kept = anyio.run(go)
     # both attempts made an OK call and were judged right; only the sound task's words are the server's
     assert [t.id for t in kept] == ["w-sound"] and kept[0].notes["solved"] == "always"
-    assert drops == [("w-premise", UNSUPPORTED.format(words="'supplier', 'paid', 'winter'"))]
+    assert drops == [("w-premise", f"{UNSUPPORTED}: 'supplier', 'paid', 'winter'")]
 
 
 class FakeEchoSearcher(FakeCategoryReader):
@@ -310,7 +310,7 @@ def test_an_attempt_that_searched_the_tasks_own_words_does_not_make_them_the_ser
             )  # fmt: skip
 
     assert anyio.run(go) == []
-    assert drops == [("w-premise", UNSUPPORTED.format(words="'supplier', 'paid', 'winter'"))]
+    assert drops == [("w-premise", f"{UNSUPPORTED}: 'supplier', 'paid', 'winter'")]
 
 
 def test_what_a_write_stored_is_the_servers_and_what_a_read_echoed_is_not():
@@ -362,3 +362,36 @@ def test_a_success_that_called_no_tool_is_checked_against_what_exploration_saw()
     assert check(explored) == (["w-sound"], ["w-premise"])
     # control: with nothing explored there is nothing to check the words against, and both stay
     assert check("") == (["w-premise", "w-sound"], [])
+
+
+def test_generate_counts_unsupported_words_as_one_kind_of_drop_with_the_words_in_its_examples():
+    async def go():
+        spec = ServerSpec.parse(INVENTORY)
+        async with (
+            SessionPool(spec, READS, size=1) as pool,
+            ServerSession(spec.with_connection(result_budget=20000), READS) as s,
+        ):
+            writer = FakeTaskWriter()
+
+            async def solvability(ts, say, dropped, seen):
+                return await check_solvability(
+                    ts,
+                    pool,
+                    FakeSolver(ts),
+                    attempts=1,
+                    max_turns=2,
+                    grounded=False,
+                    dropped=dropped,
+                    seen=seen,
+                )
+
+            return await generate_tasks(
+                s, writer, GenerateConfig(n=8, grounded_share=0.25, seed=5), solvability=solvability
+            )
+
+    tasks, report = anyio.run(go)
+    n = report.dropped.get(UNSUPPORTED, 0)
+    examples = report.drop_examples.get(UNSUPPORTED, [])
+    assert n >= 1 and examples and all(e.endswith("')") and " ('" in e for e in examples), report.dropped
+    assert not any(k.startswith(UNSUPPORTED + ":") for k in report.dropped)  # one kind, not one per word
+    assert not {e.rsplit(" ('", 1)[0] for e in examples} & {t.text for t in tasks}  # and gone from the set
