@@ -11,7 +11,10 @@ Two checks, cheapest first:
 - `model_verdict(text, tools, model)`: a structured question to the writer model, which lists the
   inputs the task needs and where each comes from, then gives {answerable, missing}.
 
-`self_contained(task, tools, model)` runs both. A model that gives no readable verdict keeps the task
+`unsupported_terms(text, known_text)`, used by the solvability pass once an attempt has run, names the
+words a task speaks of that the server never said (a false premise: "the mother of Anna Weber").
+
+`self_contained(task, tools, model)` runs the first two. A model that gives no readable verdict keeps the task
 (reason "unchecked"): a weak writer's broken JSON must not empty the task set.
 """
 
@@ -197,7 +200,8 @@ def _strings(value: Any) -> list[str]:
 def unsupported_terms(text: str, known_text: str) -> list[str]:
     """Words of a task (four letters or more, outside its quoted values, not a word any request uses)
     that `known_text` never mentions: what the task speaks of that the server did not describe or
-    return. `known_text` is the tools' own words plus what one attempt at the task called and got back.
+    return. `known_text` is the tools' own words plus what exploration and one attempt at the task got
+    back (see `said`); the solvability pass fails a judged success at a task with such words.
 
     Why: the writer's false premises and requests no tool can serve passed both the writer model's
     self-contained verdict and the solvability pass's judge, 2026-12-07 on the memory graph server
@@ -208,7 +212,7 @@ def unsupported_terms(text: str, known_text: str) -> list[str]:
     asked = re.findall(r"[A-Za-z]{4,}", _PATHLIKE.sub(" ", _QUOTED.sub(" ", text)))
     out: list[str] = []
     for w in asked:
-        low = re.sub(r"'s$", "", w.lower())
+        low = w.lower()
         superlative = low.endswith("est") and len(low) > 6  # "cheapest", "lightest": an order, not a thing
         if low not in _GENERAL and not superlative and not _supported(low, known) and low not in out:
             out.append(low)
