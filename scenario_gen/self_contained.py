@@ -30,6 +30,7 @@ from mcp_rl.servers.tools import ToolSpec
 from mcp_rl.structured import JsonReplyError, ask_with_repair, extract_json, follow_up
 from mcp_rl.task import Task
 from scenario_gen import writer_prompts
+from scenario_gen.split_keys import string_leaves
 
 OWN_DATA = "not self-contained: the user's own data, never given"
 ABSENT_DATA = "not self-contained: refers to data it does not give"
@@ -181,20 +182,10 @@ def said(result_text: str, arguments: dict[str, Any] | None) -> str:
     """What a read's result says of the server, less the call's own string arguments: a search result
     that echoes its query ("query": "supplier paid winter") says nothing of suppliers."""
     out = result_text
-    for value in _strings(arguments or {}):
+    for value in string_leaves(arguments or {}):
         if len(value) >= 3:
             out = out.replace(value, " ")
     return out
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def unsupported_terms(text: str, known_text: str) -> list[str]:

@@ -52,14 +52,14 @@ def entity_key(value: str) -> str:
     return f"entity {normalize(value)}"
 
 
-def _strings(value: Any) -> list[str]:
+def string_leaves(value: Any) -> list[str]:
     """Every string leaf of a JSON value (numbers and booleans name nothing)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in string_leaves(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in string_leaves(v)]
     return []
 
 
@@ -67,7 +67,7 @@ def _call_keys(task: Task) -> set[str]:
     keys = set()
     for call in task.reference_calls:
         keys.add(call_key(call.tool, call.arguments))
-        keys |= {entity_key(s) for s in _strings(call.arguments) if len(normalize(s)) >= 2}
+        keys |= {entity_key(s) for s in string_leaves(call.arguments) if len(normalize(s)) >= 2}
     return keys
 
 
