@@ -169,13 +169,10 @@ def _root(word: str) -> str:
     return word
 
 
-def _supported(word: str, known: set[str]) -> bool:
+def _supported(word: str, known: set[str], roots: set[str], heads: set[str]) -> bool:
     """`word` (lower case), a word of the same root, or one sharing its first five letters ("teaches",
-    "teacher") is known."""
-    if word in known:
-        return True
-    root = _root(word)
-    return any(_root(k) == root or (len(word) >= 5 and k[:5] == word[:5]) for k in known)
+    "teacher") is known; `roots` and `heads` are the known words' roots and five-letter beginnings."""
+    return word in known or _root(word) in roots or (len(word) >= 5 and word[:5] in heads)
 
 
 def said(result_text: str, arguments: dict[str, Any] | None) -> str:
@@ -200,12 +197,18 @@ def unsupported_terms(text: str, known_text: str) -> list[str]:
     "Schedule a meeting between Paul Moreau and Anna Weber.": each kept, each solved "always")."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", known_text).replace("_", " ")
     known = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", spaced)}
+    roots, heads = {_root(k) for k in known}, {k[:5] for k in known if len(k) >= 5}  # once, not per word
     asked = re.findall(r"[A-Za-z]{4,}", _PATHLIKE.sub(" ", _QUOTED.sub(" ", text)))
     out: list[str] = []
     for w in asked:
         low = w.lower()
         superlative = low.endswith("est") and len(low) > 6  # "cheapest", "lightest": an order, not a thing
-        if low not in _GENERAL and not superlative and not _supported(low, known) and low not in out:
+        if (
+            low not in _GENERAL
+            and not superlative
+            and not _supported(low, known, roots, heads)
+            and low not in out
+        ):
             out.append(low)
     return out
 
